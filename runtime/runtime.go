@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/opencontainers/runtime-spec/specs-go/features"
+)
+
+// Status values of a container, as runc reports them in state JSON.
+const (
+	StatusCreating = "creating"
+	StatusCreated  = "created"
+	StatusRunning  = "running"
+	StatusPaused   = "paused"
+	StatusStopped  = "stopped"
+)
+
+// State is the state of one container with exactly the JSON keys runc
+// writes for `runc state` and `runc list --format json`.
+type State struct {
+	OCIVersion  string            `json:"ociVersion"`
+	ID          string            `json:"id"`
+	Pid         int               `json:"pid"`
+	Status      string            `json:"status"`
+	Bundle      string            `json:"bundle"`
+	Rootfs      string            `json:"rootfs"`
+	Created     time.Time         `json:"created"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Owner       string            `json:"owner"`
+}
+
+// Stdio is the standard I/O a container or exec'd process gets when the
+// runtime does not allocate a terminal. Nil members mean "inherit nothing"
+// (the process gets /dev/null).
+type Stdio struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// CreateOpts are the options of Create and Run, named after runc's flags.
+type CreateOpts struct {
+	// Bundle is the absolute path of the OCI bundle (holds config.json).
+	Bundle string
+	// Spec, when not nil, is used instead of reading Bundle/config.json.
+	Spec *specs.Spec
+	// PidFile receives the container init's PID (digits only, no newline).
+	PidFile string
+	// ConsoleSocket is the path of a unix socket that receives the pty
+	// master when process.terminal is true.
+	ConsoleSocket string
+	// NoPivot uses MS_MOVE + chroot instead of pivot_root.
+	NoPivot bool
+	// NoNewKeyring keeps the session keyring of the caller.
+	NoNewKeyring bool
+	// PreserveFDs passes this many extra descriptors (from 3 up) to init.
+	PreserveFDs int
+	// Stdio is the container's standard I/O (when no terminal is used).
+	Stdio Stdio
+}
+
+// RunOpts are the options of Run on top of CreateOpts.
+type RunOpts struct {
+	CreateOpts
+	// Detach returns once the container is running instead of waiting.
+	Detach bool
+	// Keep keeps the container's state after it exits (no delete).
+	Keep bool
+	// Signals, when not nil, receives the signals the caller wants
+	// forwarded to the container's init while Run waits for it.
+	Signals <-chan os.Signal
+}
+
+// ExecOpts are the options of Exec.
+type ExecOpts struct {
+	// Process is the process to start inside the container.
+	Process *specs.Process
+	// Detach returns once the process has started.
+	Detach bool
+	// PidFile receives the process' PID.
+	PidFile string
+	// ConsoleSocket receives the pty master when Process.Terminal is set.
+	ConsoleSocket string
+	// PreserveFDs passes this many extra descriptors (from 3 up).
+	PreserveFDs int
+	// Stdio is the process' standard I/O (when no terminal is used).
+	Stdio Stdio
+	// Signals, when not nil, are forwarded to the process while waiting.
+	Signals <-chan os.Signal
+}
+
+// EventsOpts are the options of Events.
+type EventsOpts struct {
+	// Interval between stats samples when Stats is false.
+	Interval time.Duration
+	// Stats prints a single stats event and returns.
+	Stats bool
+}
+
+// Event is one line of `events` output, as runc writes it.
+type Event struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+	Data any    `json:"data,omitempty"`
+}
+
+// Runtime is the engine behind every OCI verb. Implementations are safe for
+// concurrent use by several processes on one state root: each mutating call
+// takes a per-container lock. A Runtime value itself holds only its
+// configuration (root directory, cgroup driver) and may be shared.
+//
+// Exit statuses follow runc: Run and Exec return the process' exit status,
+// 128+N when it was killed by signal N.
+type Runtime interface {
+	// Create sets up the container and leaves its init blocked until Start.
+	Create(ctx context.Context, id string, opts CreateOpts) error
+	// Start releases a created container's init to exec the user process.
+	Start(ctx context.Context, id string) error
+	// Run creates and starts a container; unless opts.Detach it waits for
+	// it, returns its exit status and deletes it (unless opts.Keep).
+	Run(ctx context.Context, id string, opts RunOpts) (int, error)
+	// State returns the state of a container.
+	State(ctx context.Context, id string) (*State, error)
+	// List returns the state of every container under the root, sorted by
+	// ID. Entries that cannot be read are skipped and reported as warnings.
+	List(ctx context.Context) ([]State, []error, error)
+	// Kill sends sig to the container's init, or with all to every process.
+	Kill(ctx context.Context, id string, sig syscall.Signal, all bool) error
+	// Delete removes a stopped (or created) container; force kills a
+	// running one first.
+	Delete(ctx context.Context, id string, force bool) error
+	// Exec runs an extra process in a running container; unless
+	// opts.Detach it waits for it and returns its exit status.
+	Exec(ctx context.Context, id string, opts ExecOpts) (int, error)
+	// Ps returns the host PIDs of the container's processes.
+	Ps(ctx context.Context, id string) ([]int, error)
+	// Pause freezes every process of the container.
+	Pause(ctx context.Context, id string) error
+	// Resume thaws a paused container.
+	Resume(ctx context.Context, id string) error
+	// Events calls emit with stats events until ctx ends or the container
+	// stops; with opts.Stats it emits one stats event and returns.
+	Events(ctx context.Context, id string, opts EventsOpts, emit func(Event) error) error
+	// Update changes the container's resource limits.
+	Update(ctx context.Context, id string, r *specs.LinuxResources) error
+	// Features describes what this build of the runtime supports.
+	Features() (*features.Features, error)
+}
