@@ -74,6 +74,9 @@ type RunOpts struct {
 	// Signals, when not nil, receives the signals the caller wants
 	// forwarded to the container's init while Run waits for it.
 	Signals <-chan os.Signal
+	// Exit, when not nil, is filled with what Run observed (foreground
+	// runs only).
+	Exit *ExitInfo
 }
 
 // ExecOpts are the options of Exec.
@@ -122,7 +125,9 @@ type Runtime interface {
 	// Start releases a created container's init to exec the user process.
 	Start(ctx context.Context, id string) error
 	// Run creates and starts a container; unless opts.Detach it waits for
-	// it, returns its exit status and deletes it (unless opts.Keep).
+	// it, returns its exit status and deletes it (unless opts.Keep). When
+	// ctx ends before the container exits, Run kills every process of the
+	// container, deletes it and returns ctx.Err() wrapped.
 	Run(ctx context.Context, id string, opts RunOpts) (int, error)
 	// State returns the state of a container.
 	State(ctx context.Context, id string) (*State, error)
@@ -150,4 +155,44 @@ type Runtime interface {
 	Update(ctx context.Context, id string, r *specs.LinuxResources) error
 	// Features describes what this build of the runtime supports.
 	Features() (*features.Features, error)
+}
+
+// Options configure a back end; they mirror runc's global flags.
+type Options struct {
+	// Root is the state directory (runc's --root).
+	Root string
+	// SystemdCgroup asks for the systemd cgroup driver.
+	SystemdCgroup bool
+	// Rootless is "auto", "true" or "false" (runc's --rootless): whether
+	// cgroup permission errors are ignored.
+	Rootless string
+	// Warn receives non-fatal problems (limits not applied, unreadable
+	// state entries). Libraries never log; the CLI decides where these go.
+	// Nil discards them.
+	Warn func(msg string)
+}
+
+// ExitInfo is what Run observed about a foreground container's life. Run
+// fills it when RunOpts.Exit is not nil; fields it could not measure stay
+// zero.
+type ExitInfo struct {
+	// Status is the exit status (128+N when killed by signal N).
+	Status int `json:"status"`
+	// Signal is the signal that killed the init, 0 if it exited.
+	Signal syscall.Signal `json:"signal,omitempty"`
+	// Wall is the time from Run's call to the init's exit.
+	Wall time.Duration `json:"wall"`
+	// UserCPU and SysCPU are the CPU time of the init and every process of
+	// the container it reaped (rusage of the waited child).
+	UserCPU time.Duration `json:"user_cpu"`
+	SysCPU  time.Duration `json:"sys_cpu"`
+	// MaxRSS is the peak resident set size in bytes of the largest process
+	// (rusage), or the cgroup's memory high-water mark when cgroups are used
+	// (whichever is larger).
+	MaxRSS int64 `json:"max_rss"`
+	// OOMKilled is true when the cgroup reported an OOM kill.
+	OOMKilled bool `json:"oom_killed"`
+	// Cgroups is true when the container was placed in its own cgroups and
+	// its linux.resources limits were applied.
+	Cgroups bool `json:"cgroups"`
 }

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+// version is set by the Makefile with -X main.version=...
+var version = "0.1.0-dev"
+
+// gitCommit is set by the Makefile with -X main.gitCommit=...
+var gitCommit = ""
+
+// exitCodeError carries an exit status that is not a failure of skillrun
+// itself: the container's status for run and exec, or a skill runner code.
+// It is not logged.
+type exitCodeError struct{ code int }
+
+func (e exitCodeError) Error() string { return "exit status " + strconv.Itoa(e.code) }
+
+// silentError is an error already reported to the user; main only exits 1.
+type silentError struct{ error }
+
+// env is what a command needs from its process, injected so tests can run
+// the whole app in-process with a fake back end.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// backend builds the engine; tests replace it with the fake.
+	backend func(runtime.Options) (runtime.Runtime, error)
+	// log is the logger every command reports through.
+	log *logrus.Logger
+	// logToStderr is true when --log is not set (errors then go to stderr
+	// once, through the logger).
+	logToStderr bool
+	// closers run when the app returns (the --log file).
+	closers []io.Closer
+}
+
+// run executes the CLI and returns the process exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, backend: newBackend}
+	return e.run(args)
+}
+
+func (e *env) run(args []string) int {
+	e.log = logrus.New()
+	e.log.SetOutput(e.stderr)
+	e.logToStderr = true
+	defer func() {
+		for _, c := range e.closers {
+			c.Close()
+		}
+	}()
+	app := e.newApp()
+	err := app.Run(args)
+	return e.report(err)
+}
+
+// report turns the final error into an exit status, logging it exactly once.
+func (e *env) report(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	var se silentError
+	if errors.As(err, &se) {
+		return 1
+	}
+	var ce cli.ExitCoder
+	if errors.As(err, &ce) && ce.ExitCode() == 0 {
+		return 0
+	}
+	msg := err.Error()
+	e.log.Error(msg)
+	if !e.logToStderr {
+		fmt.Fprintln(e.stderr, msg)
+	}
+	return 1
+}
+
+func defaultRoot() string {
+	if os.Geteuid() == 0 {
+		return "/run/skillrun"
+	}
+	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" {
+		return filepath.Join(xdg, "skillrun")
+	}
+	// A private per-user directory; the back end creates it 0700 and
+	// refuses one owned by somebody else.
+	return filepath.Join(os.TempDir(), "skillrun-"+strconv.Itoa(os.Geteuid()))
+}
+
+func (e *env) newApp() *cli.App {
+	app := &cli.App{
+		Name:                 "skillrun",
+		Usage:                "run AI agent skills and OCI containers in a sandbox",
+		Version:              version,
+		Reader:               e.stdin,
+		Writer:               e.stdout,
+		ErrWriter:            e.stderr,
+		HideHelpCommand:      true,
+		EnableBashCompletion: false,
+		// Only main exits: errors come back from Run.
+		ExitErrHandler: func(*cli.Context, error) {},
+		Description: `skillrun is a runc-compatible OCI runtime (create, start, run, state, kill,
+delete, list, exec, ps, pause, resume, events, update, features, spec) and a
+sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
+
+  skillrun run BUNDLE          run the bundle in BUNDLE with a generated ID
+  skillrun run -b BUNDLE ID    runc's form
+  skillrun skill run DIR       run a skill folder end to end, JSON in and out`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
+			&cli.StringFlag{Name: "log", Usage: "set the log file to write skillrun logs to (default is '/dev/stderr')"},
+			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "set the log format ('text' (default), or 'json')"},
+			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "root directory for storage of container state (this should be located in tmpfs)"},
+			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "enable systemd cgroup support (not supported: an error when a container is created with it)"},
+			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "ignore cgroup permission errors ('true', 'false', or 'auto')"},
+		},
+		Before: e.before,
+		Commands: []*cli.Command{
+			createCommand(e),
+			deleteCommand(e),
+			eventsCommand(e),
+			execCommand(e),
+			featuresCommand(e),
+			killCommand(e),
+			listCommand(e),
+			pauseCommand(e),
+			psCommand(e),
+			resumeCommand(e),
+			runCommand(e),
+			specCommand(e),
+			startCommand(e),
+			stateCommand(e),
+			updateCommand(e),
+			skillCommand(e),
+		},
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(e.stderr, "skillrun: no such command %q (see skillrun --help)\n", name)
+		},
+	}
+	cli.VersionPrinter = func(c *cli.Context) {
+		w := c.App.Writer
+		fmt.Fprintln(w, "skillrun version", c.App.Version)
+		if gitCommit != "" {
+			fmt.Fprintln(w, "commit:", gitCommit)
+		}
+		fmt.Fprintln(w, "spec:", specs.Version)
+		fmt.Fprintln(w, "go:", goruntime.Version())
+		for _, l := range versionExtra() {
+			fmt.Fprintln(w, l)
+		}
+	}
+	return app
+}
+
+// before configures logging from the global flags.
+func (e *env) before(c *cli.Context) error {
+	if c.Bool("debug") {
+		e.log.SetLevel(logrus.DebugLevel)
+	}
+	switch f := c.String("log-format"); f {
+	case "text", "":
+		e.log.SetFormatter(&logrus.TextFormatter{DisableColors: true})
+	case "json":
+		e.log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		return fmt.Errorf("invalid log-format: %q (want text or json)", f)
+	}
+	if p := c.String("log"); p != "" && p != "/dev/stderr" {
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("open log file: %w", err)
+		}
+		e.closers = append(e.closers, f)
+		e.log.SetOutput(f)
+		e.logToStderr = false
+	}
+	switch r := c.String("rootless"); r {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("invalid --rootless value %q (want true, false or auto)", r)
+	}
+	return nil
+}
+
+// engine builds the back end from the global flags.
+func (e *env) engine(c *cli.Context) (runtime.Runtime, error) {
+	return e.backend(runtime.Options{
+		Root:          c.String("root"),
+		SystemdCgroup: c.Bool("systemd-cgroup"),
+		Rootless:      c.String("rootless"),
+		Warn:          func(msg string) { e.log.Warn(msg) },
+	})
+}
+
+// containerID returns the command's first argument, the container ID.
+func containerID(c *cli.Context) (string, error) {
+	id := c.Args().First()
+	if id == "" {
+		return "", errors.New("container id cannot be empty")
+	}
+	return id, nil
+}
+
+// checkArgs enforces runc's argument counts with its wording.
+func checkArgs(c *cli.Context, min, max int) error {
+	n := c.NArg()
+	name := c.Command.Name
+	switch {
+	case min == max && n != min:
+		return fmt.Errorf("%s: %q requires exactly %d argument(s)", name, name, min)
+	case n < min:
+		return fmt.Errorf("%s: %q requires a minimum of %d argument(s)", name, name, min)
+	case max >= 0 && n > max:
+		return fmt.Errorf("%s: %q requires a maximum of %d argument(s)", name, name, max)
+	}
+	return nil
+}
+
+// joinLines is a small helper for multi-line usage text.
+func joinLines(l ...string) string { return strings.Join(l, "\n") }
