@@ -205,6 +205,9 @@ func busyboxRootfs(t *testing.T, dir string) string {
 			t.Fatal(err)
 		}
 	}
+	if err := os.Symlink("/proc/mounts", filepath.Join(rootfs, "etc", "mtab")); err != nil {
+		t.Fatal(err)
+	}
 	return rootfs
 }
 
