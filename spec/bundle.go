@@ -1,0 +1,254 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// WriteBundle writes an OCI bundle for sp into dir (created 0700 if
+// missing): config.json (atomically, temp file + rename), an empty rootfs/
+// holding only the mount points and the top-level symlinks named by the
+// AnnotationSymlinks annotation, and the generated files under etc/
+// (passwd and group with the one sandbox user, hosts with localhost only,
+// nsswitch.conf). Nothing of the host's /etc is copied.
+func WriteBundle(dir string, sp *specs.Spec) error {
+	if sp == nil {
+		return errors.New("write bundle: nil spec")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	rootfs := "rootfs"
+	if sp.Root != nil && sp.Root.Path != "" {
+		rootfs = sp.Root.Path
+	}
+	if !filepath.IsAbs(rootfs) {
+		rootfs = filepath.Join(abs, rootfs)
+	}
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		return fmt.Errorf("write bundle: rootfs: %w", err)
+	}
+	symlinks := map[string]bool{}
+	if v := sp.Annotations[AnnotationSymlinks]; v != "" {
+		for _, kv := range strings.Split(v, ",") {
+			name, target, ok := strings.Cut(kv, "=")
+			if !ok || name == "" || strings.Contains(name, "/") || target == "" {
+				return fmt.Errorf("write bundle: annotation %s: bad entry %q", AnnotationSymlinks, kv)
+			}
+			symlinks[name] = true
+			p := filepath.Join(rootfs, name)
+			if cur, err := os.Readlink(p); err == nil && cur == target {
+				continue
+			}
+			if err := os.Symlink(target, p); err != nil {
+				return fmt.Errorf("write bundle: rootfs symlink %s: %w", name, err)
+			}
+		}
+	}
+	if err := writeGenerated(abs, sp); err != nil {
+		return err
+	}
+	if err := makeMountPoints(abs, rootfs, sp, symlinks); err != nil {
+		return err
+	}
+	if sp.Annotations[AnnotationPlatform] == "darwin" {
+		if err := os.MkdirAll(filepath.Join(abs, "scratch"), 0o700); err != nil {
+			return fmt.Errorf("write bundle: scratch: %w", err)
+		}
+	}
+	data, err := json.MarshalIndent(sp, "", "\t")
+	if err != nil {
+		return fmt.Errorf("write bundle: config.json: %w", err)
+	}
+	return writeAtomic(filepath.Join(abs, "config.json"), append(data, '\n'), 0o644)
+}
+
+// makeMountPoints creates, under rootfs, the directory or empty file each
+// mount needs, so that the runtime never has to write into the read-only
+// root (it could not as an unmapped user).
+func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]bool) error {
+	var dests []string
+	for _, m := range sp.Mounts {
+		dests = append(dests, path.Clean(m.Destination))
+	}
+	for _, m := range sp.Mounts {
+		d := path.Clean(m.Destination)
+		if !path.IsAbs(d) || d == "/" {
+			continue
+		}
+		top := strings.SplitN(d[1:], "/", 2)[0]
+		if symlinks[top] {
+			continue
+		}
+		// Mount points inside another mount (/dev/pts in /dev) are the
+		// runtime's business.
+		nested := false
+		for _, o := range dests {
+			if o != d && o != "/" && strings.HasPrefix(d, o+"/") {
+				nested = true
+				break
+			}
+		}
+		if nested {
+			continue
+		}
+		target := filepath.Join(rootfs, filepath.FromSlash(d))
+		isFile := false
+		if isBind(m) {
+			src := m.Source
+			if !filepath.IsAbs(src) {
+				src = filepath.Join(bundle, src)
+			}
+			if fi, err := os.Stat(src); err == nil && !fi.IsDir() {
+				isFile = true
+			}
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return fmt.Errorf("write bundle: mount point %s: %w", d, err)
+		}
+		if isFile {
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return fmt.Errorf("write bundle: mount point %s: %w", d, err)
+			}
+			f.Close()
+			continue
+		}
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("write bundle: mount point %s: %w", d, err)
+		}
+		// Runtimes give a tmpfs the mode of its mount point: make them
+		// agree with the mode= option.
+		if mode, ok := modeOption(m.Options); ok && m.Type == "tmpfs" {
+			if err := os.Chmod(target, mode); err != nil {
+				return fmt.Errorf("write bundle: mount point %s: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+// modeOption returns the value of a "mode=" mount option as a FileMode.
+func modeOption(opts []string) (os.FileMode, bool) {
+	for _, o := range opts {
+		if v, ok := strings.CutPrefix(o, "mode="); ok {
+			n, err := strconv.ParseUint(v, 8, 32)
+			if err != nil {
+				return 0, false
+			}
+			m := os.FileMode(n & 0o777)
+			if n&0o1000 != 0 {
+				m |= os.ModeSticky
+			}
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+func isBind(m specs.Mount) bool {
+	if m.Type == "bind" {
+		return true
+	}
+	for _, o := range m.Options {
+		if o == "bind" || o == "rbind" {
+			return true
+		}
+	}
+	return false
+}
+
+// writeGenerated writes BUNDLE/etc/* for the mounts that use them.
+func writeGenerated(bundle string, sp *specs.Spec) error {
+	etc := filepath.Join(bundle, "etc")
+	want := map[string]bool{}
+	for _, m := range sp.Mounts {
+		src := filepath.ToSlash(m.Source)
+		if filepath.IsAbs(m.Source) {
+			rel, err := filepath.Rel(bundle, m.Source)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				continue
+			}
+			src = filepath.ToSlash(rel)
+		}
+		if name, ok := strings.CutPrefix(src, "etc/"); ok {
+			want[name] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return fmt.Errorf("write bundle: etc: %w", err)
+	}
+	home, shell := "/tmp", "/usr/sbin/nologin"
+	var uid, gid uint32
+	if sp.Process != nil {
+		uid, gid = sp.Process.User.UID, sp.Process.User.GID
+		for _, e := range sp.Process.Env {
+			if h, ok := strings.CutPrefix(e, "HOME="); ok {
+				home = h
+			}
+		}
+	}
+	files := map[string]string{
+		"passwd":        fmt.Sprintf("skill:x:%d:%d:skill sandbox user:%s:%s\n", uid, gid, home, shell),
+		"group":         fmt.Sprintf("skill:x:%d:\n", gid),
+		"hosts":         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
+	}
+	for name := range want {
+		content, ok := files[name]
+		if !ok {
+			return fmt.Errorf("write bundle: mount source etc/%s is not a file skillrun generates", name)
+		}
+		if err := writeAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes data to a temp file in the same folder and renames it
+// over name, so readers see the old or the new file, never a partial one.
+// It does not fsync: bundles are rebuilt, not recovered, after a crash,
+// and an fsync costs milliseconds on the run path.
+func writeAtomic(name string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
+	}
+	return nil
+}

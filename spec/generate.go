@@ -1,0 +1,336 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Annotations written on generated specs.
+const (
+	AnnotationSkill    = "run.skillrun.skill"
+	AnnotationPlatform = "run.skillrun.platform"
+	AnnotationNetwork  = "run.skillrun.network"
+	AnnotationTimeout  = "run.skillrun.timeout_ms"
+	AnnotationOutput   = "run.skillrun.output_bytes"
+	// AnnotationSymlinks lists "name=target" symlinks WriteBundle creates
+	// at the top of rootfs (e.g. "bin=usr/bin"), comma-separated.
+	AnnotationSymlinks = "run.skillrun.rootfs.symlinks"
+)
+
+// GeneratedEtc are the files WriteBundle generates under BUNDLE/etc and
+// the spec binds read-only over /etc.
+var generatedEtc = []string{"passwd", "group", "hosts", "nsswitch.conf"}
+
+// HostLayout is what of the host a Linux sandbox sees, all read-only.
+type HostLayout struct {
+	// Dirs are host directories bound at the same path (/usr, /lib64).
+	Dirs []string
+	// Symlinks are top-level rootfs symlinks mirroring the host's merged
+	// /usr layout (bin -> usr/bin).
+	Symlinks map[string]string
+	// Etc are host files or folders under /etc that hold no secrets and
+	// that programs need (/etc/alternatives, /etc/ld.so.cache).
+	Etc []string
+	// NetworkEtc are bound only when network is granted
+	// (/etc/resolv.conf, /etc/ssl).
+	NetworkEtc []string
+}
+
+// ProbeHostLayout looks at the host's top-level runtime directories:
+// /usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32. A directory is bound;
+// a symlink into /usr becomes the same symlink in rootfs.
+func ProbeHostLayout() HostLayout {
+	l := HostLayout{Symlinks: map[string]string{}}
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			t, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			if !path.IsAbs(t) {
+				t = path.Clean(t)
+			}
+			if strings.HasPrefix(t, "usr/") || strings.HasPrefix(t, "/usr/") {
+				l.Symlinks[d[1:]] = strings.TrimPrefix(t, "/")
+				continue
+			}
+			if r, err := filepath.EvalSymlinks(d); err == nil {
+				if fi, err := os.Stat(r); err == nil && fi.IsDir() {
+					l.Dirs = append(l.Dirs, d)
+				}
+			}
+		case fi.IsDir():
+			l.Dirs = append(l.Dirs, d)
+		}
+	}
+	for _, f := range []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"} {
+		if _, err := os.Stat(f); err == nil {
+			l.Etc = append(l.Etc, f)
+		}
+	}
+	for _, f := range []string{"/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki"} {
+		if _, err := os.Stat(f); err == nil {
+			l.NetworkEtc = append(l.NetworkEtc, f)
+		}
+	}
+	return l
+}
+
+// Generate builds the hardened OCI spec that runs skill s on platform
+// ("linux" or "darwin"). It returns a *PolicyError when the grants in opts
+// do not cover what the skill declares it needs.
+func Generate(s *Skill, platform string, opts ...Option) (*specs.Spec, error) {
+	if s == nil {
+		return nil, errors.New("generate: nil skill")
+	}
+	o := collect(opts)
+	p, err := resolve(s, o)
+	if err != nil {
+		return nil, err
+	}
+	switch platform {
+	case "linux":
+		return generateLinux(s, p, o)
+	case "darwin":
+		return generateDarwin(s, p, o)
+	}
+	return nil, fmt.Errorf("generate: platform %q is not supported (want linux or darwin)", platform)
+}
+
+// processArgs is the entry point's command line with the skill at root.
+func processArgs(s *Skill, root string, o *options) []string {
+	args := append([]string(nil), s.Entry.Interpreter...)
+	args = append(args, path.Join(root, s.Entry.Path))
+	args = append(args, s.Manifest.Args...)
+	return append(args, o.args...)
+}
+
+// processEnv is the allowlisted environment, sorted.
+func processEnv(p *Policy, home, tmp, skillDir, workspace string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
+		"LANG=C.UTF-8",
+		"SKILL_DIR=" + skillDir,
+	}
+	if p.Workspace != "" {
+		env = append(env, "WORKSPACE="+workspace)
+	}
+	keys := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "LANG" {
+			env[3] = "LANG=" + p.Env[k]
+			continue
+		}
+		env = append(env, k+"="+p.Env[k])
+	}
+	return env
+}
+
+func annotations(s *Skill, p *Policy, platform string, o *options) map[string]string {
+	a := map[string]string{
+		AnnotationSkill:    s.Name,
+		AnnotationPlatform: platform,
+		AnnotationNetwork:  p.Network,
+		AnnotationTimeout:  strconv.FormatInt(p.Timeout.Milliseconds(), 10),
+		AnnotationOutput:   strconv.FormatInt(p.Output, 10),
+	}
+	for k, v := range o.annotation {
+		a[k] = v
+	}
+	return a
+}
+
+func rlimits(p *Policy) []specs.POSIXRlimit {
+	return []specs.POSIXRlimit{
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+		{Type: "RLIMIT_FSIZE", Hard: uint64(p.Scratch), Soft: uint64(p.Scratch)},
+		{Type: "RLIMIT_NOFILE", Hard: p.NoFile, Soft: p.NoFile},
+	}
+}
+
+// bundleSource is the mount source of a generated bundle file.
+func bundleSource(o *options, rel string) string {
+	if o.bundleDir != "" {
+		return filepath.Join(o.bundleDir, filepath.FromSlash(rel))
+	}
+	return rel
+}
+
+var (
+	roBind   = []string{"rbind", "ro", "nosuid", "nodev"}
+	roFile   = []string{"bind", "ro", "nosuid", "nodev", "noexec"}
+	rwBind   = []string{"rbind", "rw", "nosuid", "nodev", "noexec"}
+	tmpfsOpt = func(size int64, mode string) []string {
+		return []string{"nosuid", "nodev", "noexec", "mode=" + mode, "size=" + strconv.FormatInt(size, 10)}
+	}
+)
+
+// maskedPaths and readonlyPaths are runc's defaults (runc spec).
+var (
+	maskedPaths = []string{
+		"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats",
+	}
+	readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
+	if !o.hostIDSet {
+		return nil, errors.New("generate: linux: the host user is not set (WithHostID)")
+	}
+	if o.hostUID == 0 || o.hostGID == 0 {
+		return nil, errors.New("generate: linux: refusing to map the sandbox user to host uid or gid 0")
+	}
+	layout := o.layout
+	if layout == nil {
+		l := ProbeHostLayout()
+		layout = &l
+	}
+	arch := o.arch
+	if arch == "" {
+		arch = goruntime.GOARCH
+	}
+	mounts := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: tmpfsOpt(8<<20, "1777")},
+	}
+	for _, d := range layout.Dirs {
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: roBind})
+	}
+	for _, f := range generatedEtc {
+		mounts = append(mounts, specs.Mount{Destination: "/etc/" + f, Type: "bind", Source: bundleSource(o, "etc/"+f), Options: roFile})
+	}
+	etc := append([]string(nil), layout.Etc...)
+	if p.Network == NetworkHost {
+		etc = append(etc, layout.NetworkEtc...)
+	}
+	for _, f := range etc {
+		mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: roBind})
+	}
+	mounts = append(mounts,
+		specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: roBind},
+		specs.Mount{Destination: ScratchMount, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")},
+	)
+	for _, w := range p.Writable {
+		mounts = append(mounts, specs.Mount{Destination: w, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")})
+	}
+	if p.Workspace != "" {
+		mounts = append(mounts, specs.Mount{Destination: WorkspaceMount, Type: "bind", Source: p.Workspace, Options: rwBind})
+	}
+
+	namespaces := []specs.LinuxNamespace{
+		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
+		{Type: specs.MountNamespace}, {Type: specs.UserNamespace}, {Type: specs.CgroupNamespace},
+	}
+	if p.Network != NetworkHost {
+		namespaces = append(namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace})
+	}
+	quota := int64(p.CPUs * 100000)
+	period := uint64(100000)
+	swap := p.Memory
+	symlinks := make([]string, 0, len(layout.Symlinks))
+	for k, v := range layout.Symlinks {
+		symlinks = append(symlinks, k+"="+v)
+	}
+	sort.Strings(symlinks)
+	ann := annotations(s, p, "linux", o)
+	if len(symlinks) > 0 {
+		ann[AnnotationSymlinks] = strings.Join(symlinks, ",")
+	}
+	sp := &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			User:            specs.User{UID: 0, GID: 0},
+			Args:            processArgs(s, SkillMount, o),
+			Env:             processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount),
+			Cwd:             ScratchMount,
+			Capabilities:    &specs.LinuxCapabilities{},
+			Rlimits:         rlimits(p),
+			NoNewPrivileges: true,
+		},
+		Root:        &specs.Root{Path: "rootfs", Readonly: true},
+		Hostname:    "skill",
+		Mounts:      mounts,
+		Annotations: ann,
+		Linux: &specs.Linux{
+			UIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: o.hostUID, Size: 1}},
+			GIDMappings: []specs.LinuxIDMapping{{ContainerID: 0, HostID: o.hostGID, Size: 1}},
+			Resources: &specs.LinuxResources{
+				Devices: []specs.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}},
+				Memory:  &specs.LinuxMemory{Limit: &p.Memory, Swap: &swap},
+				CPU:     &specs.LinuxCPU{Quota: &quota, Period: &period},
+				Pids:    &specs.LinuxPids{Limit: &p.Pids},
+			},
+			Namespaces:    namespaces,
+			Seccomp:       Seccomp(arch),
+			MaskedPaths:   maskedPaths,
+			ReadonlyPaths: readonlyPaths,
+		},
+	}
+	return sp, nil
+}
+
+// darwinSystemPaths are the read-only host paths a darwin skill may read
+// (Seatbelt cannot remap paths, so they keep their host location).
+var darwinSystemPaths = []string{
+	"/usr", "/bin", "/sbin", "/System", "/Library/Frameworks", "/opt/homebrew", "/private/etc/ssl",
+	"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom",
+}
+
+// generateDarwin expresses the same policy for the Seatbelt translator:
+// no namespaces, no cgroups; identity bind mounts list what may be read
+// (ro) or written (rw); the network mode is an annotation; rlimits apply.
+func generateDarwin(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
+	if o.bundleDir == "" {
+		return nil, errors.New("generate: darwin: the bundle folder is not set (WithBundleDir): the scratch folder lives in it")
+	}
+	scratch := filepath.Join(o.bundleDir, "scratch")
+	var mounts []specs.Mount
+	for _, d := range darwinSystemPaths {
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro"}})
+	}
+	mounts = append(mounts,
+		specs.Mount{Destination: s.Dir, Type: "bind", Source: s.Dir, Options: []string{"rbind", "ro"}},
+		specs.Mount{Destination: scratch, Type: "bind", Source: scratch, Options: []string{"rbind", "rw"}},
+	)
+	if p.Workspace != "" {
+		mounts = append(mounts, specs.Mount{Destination: p.Workspace, Type: "bind", Source: p.Workspace, Options: []string{"rbind", "rw"}})
+	}
+	sp := &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{
+			User:            specs.User{UID: uint32(o.hostUID), GID: uint32(o.hostGID)},
+			Args:            processArgs(s, s.Dir, o),
+			Env:             processEnv(p, scratch, scratch, s.Dir, p.Workspace),
+			Cwd:             scratch,
+			Rlimits:         rlimits(p),
+			NoNewPrivileges: true,
+		},
+		Root:        &specs.Root{Path: "rootfs", Readonly: true},
+		Mounts:      mounts,
+		Annotations: annotations(s, p, "darwin", o),
+	}
+	return sp, nil
+}

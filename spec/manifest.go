@@ -1,0 +1,300 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ManifestFile is the sandbox manifest's file name, next to SKILL.md. A
+// sidecar file keeps SKILL.md valid under the Agent Skills specification.
+const ManifestFile = "sandbox.yaml"
+
+// Input modes: how the runner hands the input to the entry point.
+const (
+	// InputStdin writes the input JSON to the entry point's stdin.
+	InputStdin = "stdin"
+	// InputArgv also converts the input object to command-line arguments
+	// (see Skill.Argv); the JSON is still written to stdin.
+	InputArgv = "argv"
+)
+
+// Workspace requirement values of the manifest's filesystem.workspace.
+const (
+	WorkspaceNone     = "none"
+	WorkspaceOptional = "optional"
+	WorkspaceRequired = "required"
+)
+
+// Manifest is the typed sandbox manifest (sandbox.yaml). Everything not
+// declared is denied; unknown keys are errors.
+type Manifest struct {
+	// Entry is the entry point, relative to the skill folder.
+	Entry string `yaml:"entry" json:"entry,omitempty"`
+	// Args are extra arguments given to the entry point before any
+	// arguments derived from the input.
+	Args []string `yaml:"args" json:"args,omitempty"`
+	// Input configures the input schema and how input is passed.
+	Input ManifestInput `yaml:"input" json:"input"`
+	// Network lists what network access the skill needs.
+	Network ManifestNetwork `yaml:"network" json:"network"`
+	// Filesystem lists what the skill needs to write.
+	Filesystem ManifestFilesystem `yaml:"filesystem" json:"filesystem"`
+	// Limits are the resource limits the skill asks for.
+	Limits ManifestLimits `yaml:"limits" json:"limits"`
+	// Env names the environment variables the skill may receive. Values
+	// come only from the operator (skill run --env).
+	Env []string `yaml:"env" json:"env,omitempty"`
+}
+
+// ManifestInput is the manifest's input section.
+type ManifestInput struct {
+	// Schema is a JSON Schema file relative to the skill folder.
+	Schema string `yaml:"schema" json:"schema,omitempty"`
+	// Mode is InputStdin or InputArgv; empty means "stdin", or "argv" when
+	// the schema is inferred from argparse.
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+}
+
+// ManifestNetwork is the manifest's network section.
+type ManifestNetwork struct {
+	// Hosts the skill connects to, "host" or "host:port". Any entry means
+	// the skill needs network; skillrun refuses to run it unless the
+	// operator grants network access.
+	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
+}
+
+// ManifestFilesystem is the manifest's filesystem section.
+type ManifestFilesystem struct {
+	// Workspace is "none" (default), "optional" or "required": whether the
+	// skill uses a host folder the operator binds writable at /workspace.
+	Workspace string `yaml:"workspace" json:"workspace,omitempty"`
+	// Writable lists extra absolute container paths that get a private,
+	// size-limited tmpfs (besides /tmp).
+	Writable []string `yaml:"writable" json:"writable,omitempty"`
+}
+
+// ManifestLimits is the manifest's limits section. Zero values mean the
+// default limit.
+type ManifestLimits struct {
+	Memory  Bytes    `yaml:"memory" json:"memory,omitempty"`
+	CPUs    float64  `yaml:"cpus" json:"cpus,omitempty"`
+	Pids    int64    `yaml:"pids" json:"pids,omitempty"`
+	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	Scratch Bytes    `yaml:"scratch" json:"scratch,omitempty"`
+	Output  Bytes    `yaml:"output" json:"output,omitempty"`
+}
+
+// Bytes is a size that YAML spells as an integer or with a unit suffix
+// (k, M, G, Ki, Mi, Gi, KB, MB, GB; k and K mean 1024).
+type Bytes int64
+
+// UnmarshalYAML parses a size.
+func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseBytes(n.Value)
+	if err != nil {
+		return err
+	}
+	*b = Bytes(v)
+	return nil
+}
+
+var bytesRE = regexp.MustCompile(`^([0-9]+)\s*([kKmMgGtT]?)(i?[bB]?)$`)
+
+// ParseBytes parses "512Mi", "1G", "65536" into bytes. All units are
+// binary (1k = 1024).
+func ParseBytes(s string) (int64, error) {
+	m := bytesRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("invalid size %q (want e.g. 65536, 512Mi, 1G)", s)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid size %q: %w", s, err)
+	}
+	shift := map[string]uint{"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[strings.ToLower(m[2])]
+	if m[2] == "" && m[3] != "" && m[3] != "b" && m[3] != "B" {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	if n > (1<<62)>>shift {
+		return 0, fmt.Errorf("invalid size %q: too large", s)
+	}
+	return n << shift, nil
+}
+
+// Duration is a time.Duration that YAML spells as "30s", "2m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (want e.g. 30s, 2m)", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration in milliseconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatInt(time.Duration(d).Milliseconds(), 10)), nil
+}
+
+// loadManifest reads dir/sandbox.yaml strictly. A missing file is the
+// zero manifest.
+func loadManifest(dir string) (Manifest, string, error) {
+	var m Manifest
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, "", nil
+	}
+	if err != nil {
+		return m, "", fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	m, err = ParseManifest(data)
+	if err != nil {
+		return m, ManifestFile, err
+	}
+	return m, ManifestFile, nil
+}
+
+// ParseManifest decodes and checks a sandbox manifest. Unknown keys and
+// invalid values are errors naming the key and the file.
+func ParseManifest(data []byte) (Manifest, error) {
+	var m Manifest
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
+		return m, fmt.Errorf("%s: %s", ManifestFile, yamlError(err))
+	}
+	if err := m.check(); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+// yamlError flattens yaml.v3's multi-line type errors into one line.
+func yamlError(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+var (
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hostRE    = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$`)
+)
+
+// ReservedEnv are variables the sandbox always sets; a manifest may not
+// declare them and the operator may not override them.
+var reservedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "SKILL_DIR": true, "WORKSPACE": true}
+
+// IsReservedEnv reports whether the sandbox sets name itself.
+func IsReservedEnv(name string) bool { return reservedEnv[name] }
+
+// check validates manifest values, returning every problem.
+func (m *Manifest) check() error {
+	var errs []error
+	fail := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s: %s", ManifestFile, field, fmt.Sprintf(format, a...)))
+	}
+	if m.Entry != "" {
+		if err := checkRelPath(m.Entry); err != nil {
+			fail("entry", "%v", err)
+		}
+	}
+	if m.Input.Schema != "" {
+		if err := checkRelPath(m.Input.Schema); err != nil {
+			fail("input.schema", "%v", err)
+		}
+	}
+	switch m.Input.Mode {
+	case "", InputStdin, InputArgv:
+	default:
+		fail("input.mode", "%q is not one of stdin, argv", m.Input.Mode)
+	}
+	for _, h := range m.Network.Hosts {
+		if !hostRE.MatchString(h) {
+			fail("network.hosts", "%q is not a host name or host:port", h)
+		}
+	}
+	switch m.Filesystem.Workspace {
+	case "", WorkspaceNone, WorkspaceOptional, WorkspaceRequired:
+	default:
+		fail("filesystem.workspace", "%q is not one of none, optional, required", m.Filesystem.Workspace)
+	}
+	for _, p := range m.Filesystem.Writable {
+		if err := CheckWritablePath(p); err != nil {
+			fail("filesystem.writable", "%v", err)
+		}
+	}
+	l := m.Limits
+	if l.Memory != 0 && l.Memory < MinMemory {
+		fail("limits.memory", "%d bytes is below the minimum %d", l.Memory, MinMemory)
+	}
+	if l.CPUs < 0 || l.CPUs > 1024 {
+		fail("limits.cpus", "%g is out of range (0-1024)", l.CPUs)
+	}
+	if l.Pids < 0 || l.Pids == 1 {
+		fail("limits.pids", "%d is out of range (at least 2)", l.Pids)
+	}
+	if l.Timeout < 0 {
+		fail("limits.timeout", "must be positive")
+	}
+	if l.Scratch != 0 && l.Scratch < 1<<20 {
+		fail("limits.scratch", "%d bytes is below the minimum 1Mi", l.Scratch)
+	}
+	if l.Output < 0 {
+		fail("limits.output", "must be positive")
+	}
+	for _, e := range m.Env {
+		switch {
+		case !envNameRE.MatchString(e):
+			fail("env", "%q is not a valid variable name", e)
+		case reservedEnv[e]:
+			fail("env", "%q is set by the sandbox and cannot be declared", e)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkRelPath accepts a clean relative path that stays in the folder.
+func checkRelPath(p string) error {
+	if path.IsAbs(p) || filepath.IsAbs(p) {
+		return fmt.Errorf("%q must be relative to the skill folder", p)
+	}
+	c := path.Clean(p)
+	if c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("%q leaves the skill folder", p)
+	}
+	return nil
+}
+
+// CheckWritablePath accepts an absolute container path that may get its
+// own tmpfs: not the root, not a system or sandbox path.
+func CheckWritablePath(p string) error {
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return fmt.Errorf("%q must be a clean absolute path", p)
+	}
+	for _, bad := range []string{"/", "/proc", "/dev", "/sys", "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", SkillMount, WorkspaceMount, "/tmp"} {
+		if p == bad || bad != "/" && strings.HasPrefix(p, bad+"/") {
+			if bad == "/tmp" {
+				return fmt.Errorf("%q is inside /tmp, which is always writable scratch", p)
+			}
+			return fmt.Errorf("%q is inside %s, which cannot be made writable", p, bad)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Default limits, used when neither the manifest nor the operator sets one.
+const (
+	DefaultMemory  = 512 << 20
+	DefaultCPUs    = 1.0
+	DefaultPids    = 128
+	DefaultTimeout = 30 * time.Second
+	DefaultScratch = 64 << 20
+	DefaultOutput  = 1 << 20
+	DefaultNoFile  = 1024
+	// MinMemory is the smallest memory limit accepted: below it the
+	// interpreters do not start.
+	MinMemory = 16 << 20
+)
+
+// Network modes.
+const (
+	// NetworkNone gives the skill a network namespace with only loopback.
+	NetworkNone = "none"
+	// NetworkHost shares the host's network: full, unfiltered access.
+	NetworkHost = "host"
+)
+
+// Container paths of the sandbox layout.
+const (
+	SkillMount     = "/skill"
+	WorkspaceMount = "/workspace"
+	ScratchMount   = "/tmp"
+)
+
+// ErrPolicy is matched (errors.Is) by every policy refusal.
+var ErrPolicy = errors.New("policy refusal")
+
+// PolicyError is a refusal to run a skill with the grants it was given:
+// the manifest asks for something the operator did not grant, or the
+// operator asks for something skillrun cannot enforce.
+type PolicyError struct {
+	// Field is the manifest field or operator flag concerned.
+	Field string
+	// Reason is the human explanation.
+	Reason string
+}
+
+// Error implements error.
+func (e *PolicyError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrPolicy) true.
+func (e *PolicyError) Is(target error) bool { return target == ErrPolicy }
+
+// Policy is the effective sandbox policy of one run: the manifest's
+// requests with the operator's overrides applied.
+type Policy struct {
+	// Network is NetworkNone or NetworkHost.
+	Network string `json:"network"`
+	// Memory is the memory (and memory+swap) limit in bytes.
+	Memory int64 `json:"memory_bytes"`
+	// CPUs is the CPU quota in cores.
+	CPUs float64 `json:"cpus"`
+	// Pids is the maximum number of tasks.
+	Pids int64 `json:"pids"`
+	// Timeout is the wall-clock limit.
+	Timeout time.Duration `json:"-"`
+	// Scratch is the size of the /tmp tmpfs and the file size rlimit.
+	Scratch int64 `json:"scratch_bytes"`
+	// Output caps stdout and stderr (each), in bytes.
+	Output int64 `json:"output_bytes"`
+	// NoFile is RLIMIT_NOFILE.
+	NoFile uint64 `json:"nofile"`
+	// Env are the granted variables (besides the sandbox's own).
+	Env map[string]string `json:"-"`
+	// Workspace is the host folder bound writable at /workspace, or "".
+	Workspace string `json:"workspace,omitempty"`
+	// Writable are extra tmpfs paths from the manifest.
+	Writable []string `json:"writable,omitempty"`
+	// Warnings are grants the operator made beyond the manifest.
+	Warnings []string `json:"-"`
+}
+
+// Option configures Generate and Resolve.
+type Option func(*options)
+
+type options struct {
+	network    string
+	memory     int64
+	cpus       float64
+	pids       int64
+	timeout    time.Duration
+	scratch    int64
+	output     int64
+	env        map[string]string
+	workspace  string
+	hostUID    uint32
+	hostGID    uint32
+	hostIDSet  bool
+	args       []string
+	bundleDir  string
+	layout     *HostLayout
+	arch       string
+	hostname   string
+	annotation map[string]string
+}
+
+// WithNetwork sets the network mode the operator grants: "none" or
+// "host" (full host network). Anything else, such as a list of hosts,
+// makes Generate fail closed: per-host allowlists are not implemented.
+func WithNetwork(mode string) Option { return func(o *options) { o.network = mode } }
+
+// WithMemory overrides the memory limit (bytes).
+func WithMemory(b int64) Option { return func(o *options) { o.memory = b } }
+
+// WithCPUs overrides the CPU quota (cores).
+func WithCPUs(n float64) Option { return func(o *options) { o.cpus = n } }
+
+// WithPids overrides the task limit.
+func WithPids(n int64) Option { return func(o *options) { o.pids = n } }
+
+// WithTimeout overrides the wall-clock limit (recorded in the policy and
+// an annotation; the runner enforces it).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithScratch overrides the size of the writable scratch tmpfs.
+func WithScratch(b int64) Option { return func(o *options) { o.scratch = b } }
+
+// WithOutputLimit overrides the stdout/stderr cap (enforced by the runner).
+func WithOutputLimit(b int64) Option { return func(o *options) { o.output = b } }
+
+// WithEnv grants environment variables (operator --env). Later calls add
+// to earlier ones.
+func WithEnv(env map[string]string) Option {
+	return func(o *options) {
+		if o.env == nil {
+			o.env = map[string]string{}
+		}
+		for k, v := range env {
+			o.env[k] = v
+		}
+	}
+}
+
+// WithWorkspace binds the host folder dir writable at /workspace.
+func WithWorkspace(dir string) Option { return func(o *options) { o.workspace = dir } }
+
+// WithHostID maps the sandbox's only user and group to these host IDs.
+// Required for Linux specs; host ID 0 is refused.
+func WithHostID(uid, gid uint32) Option {
+	return func(o *options) { o.hostUID, o.hostGID, o.hostIDSet = uid, gid, true }
+}
+
+// WithArgs appends arguments to the entry point's command line (the
+// runner passes Skill.Argv here).
+func WithArgs(args ...string) Option {
+	return func(o *options) { o.args = append(o.args, args...) }
+}
+
+// WithBundleDir makes the generated files' mount sources absolute paths
+// in dir (the default is paths relative to the bundle, as the runtime
+// spec allows). Darwin specs need it for the scratch folder.
+func WithBundleDir(dir string) Option { return func(o *options) { o.bundleDir = dir } }
+
+// WithHostLayout replaces the probed host layout (tests, other hosts).
+func WithHostLayout(l HostLayout) Option { return func(o *options) { o.layout = &l } }
+
+// WithArch sets the Go architecture the seccomp filter is built for
+// (default: the running one).
+func WithArch(goarch string) Option { return func(o *options) { o.arch = goarch } }
+
+// WithAnnotation adds an annotation to the spec.
+func WithAnnotation(k, v string) Option {
+	return func(o *options) {
+		if o.annotation == nil {
+			o.annotation = map[string]string{}
+		}
+		o.annotation[k] = v
+	}
+}
+
+func collect(opts []Option) *options {
+	o := &options{}
+	for _, f := range opts {
+		f(o)
+	}
+	return o
+}
+
+// Resolve computes the effective policy of running s with opts: the
+// manifest's requests, defaults for what it leaves out, and the operator's
+// overrides. It returns a *PolicyError when the grants do not cover what
+// the skill declares it needs, or the operator asks for something that
+// cannot be enforced.
+func Resolve(s *Skill, opts ...Option) (*Policy, error) {
+	return resolve(s, collect(opts))
+}
+
+func resolve(s *Skill, o *options) (*Policy, error) {
+	m := s.Manifest
+	p := &Policy{
+		Network: NetworkNone,
+		Memory:  pick(o.memory, int64(m.Limits.Memory), DefaultMemory),
+		CPUs:    pickF(o.cpus, m.Limits.CPUs, DefaultCPUs),
+		Pids:    pick(o.pids, m.Limits.Pids, DefaultPids),
+		Timeout: time.Duration(pick(int64(o.timeout), int64(m.Limits.Timeout), int64(DefaultTimeout))),
+		Scratch: pick(o.scratch, int64(m.Limits.Scratch), DefaultScratch),
+		Output:  pick(o.output, int64(m.Limits.Output), DefaultOutput),
+		NoFile:  DefaultNoFile,
+		Env:     map[string]string{},
+	}
+	var errs []error
+	if p.Memory < MinMemory {
+		errs = append(errs, fmt.Errorf("--memory: %d bytes is below the minimum %d", p.Memory, MinMemory))
+	}
+	if p.CPUs <= 0 || p.CPUs > 1024 {
+		errs = append(errs, fmt.Errorf("--cpus: %g is out of range", p.CPUs))
+	}
+	if p.Pids < 2 {
+		errs = append(errs, fmt.Errorf("--pids: %d is too small", p.Pids))
+	}
+	if p.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout: must be positive"))
+	}
+	if p.Scratch < 1<<20 {
+		errs = append(errs, fmt.Errorf("scratch: %d bytes is below the minimum 1Mi", p.Scratch))
+	}
+	if p.Output <= 0 {
+		errs = append(errs, fmt.Errorf("output limit: must be positive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	switch o.network {
+	case "", NetworkNone:
+		if len(m.Network.Hosts) > 0 {
+			return nil, &PolicyError{Field: "network", Reason: fmt.Sprintf(
+				"skill %q needs network access to %s (%s network.hosts) and none was granted; per-host allowlists are not supported yet, so the only grant is full host network with --network=host",
+				s.Name, strings.Join(m.Network.Hosts, ", "), ManifestFile)}
+		}
+	case NetworkHost:
+		p.Network = NetworkHost
+		if len(m.Network.Hosts) == 0 {
+			p.Warnings = append(p.Warnings, "--network=host grants full host network to a skill that declares no network hosts")
+		}
+	default:
+		return nil, &PolicyError{Field: "--network", Reason: fmt.Sprintf(
+			"%q: per-host network allowlists are not supported yet; use --network=none or --network=host (full host network)", o.network)}
+	}
+
+	declared := map[string]bool{}
+	for _, e := range m.Env {
+		declared[e] = true
+	}
+	keys := make([]string, 0, len(o.env))
+	for k := range o.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !envNameRE.MatchString(k) {
+			return nil, fmt.Errorf("--env: %q is not a valid variable name", k)
+		}
+		if reservedEnv[k] {
+			return nil, fmt.Errorf("--env: %s is set by the sandbox and cannot be overridden", k)
+		}
+		if !declared[k] {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("--env %s grants a variable %s does not declare", k, ManifestFile))
+		}
+		p.Env[k] = o.env[k]
+	}
+
+	switch ws := m.Filesystem.Workspace; {
+	case o.workspace != "":
+		abs, err := filepath.Abs(o.workspace)
+		if err != nil {
+			return nil, fmt.Errorf("--workspace: %w", err)
+		}
+		p.Workspace = filepath.Clean(abs)
+		if ws == "" || ws == WorkspaceNone {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("--workspace grants a writable folder to a skill whose %s does not ask for one", ManifestFile))
+		}
+	case ws == WorkspaceRequired:
+		return nil, &PolicyError{Field: "filesystem.workspace", Reason: fmt.Sprintf(
+			"skill %q needs a writable workspace (%s filesystem.workspace: required) and none was granted; grant one with --workspace DIR", s.Name, ManifestFile)}
+	}
+	p.Writable = append([]string(nil), m.Filesystem.Writable...)
+	return p, nil
+}
+
+func pick(vals ...int64) int64 {
+	for _, v := range vals {
+		if v != 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func pickF(vals ...float64) float64 {
+	for _, v := range vals {
+		if v != 0 {
+			return v
+		}
+	}
+	return 0
+}
