@@ -195,6 +195,12 @@ func (e *env) before(c *cli.Context) error {
 		e.log.SetOutput(f)
 		e.logToStderr = false
 	}
+	// libcontainer logs through logrus' standard logger (including what the
+	// container's init forwards); send it where ours goes.
+	std := logrus.StandardLogger()
+	std.SetOutput(e.log.Out)
+	std.SetFormatter(e.log.Formatter)
+	std.SetLevel(e.log.GetLevel())
 	switch r := c.String("rootless"); r {
 	case "auto", "true", "false":
 	default:

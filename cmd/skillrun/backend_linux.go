@@ -3,6 +3,8 @@
 package main
 
 import (
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/linux"
 )
@@ -11,4 +13,8 @@ const platform = "linux"
 
 func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 	return linux.New(opts)
+}
+
+func exampleSpec(rootless bool) (*specs.Spec, error) {
+	return linux.ExampleSpec(rootless), nil
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+func execCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "execute new process inside the container",
+		ArgsUsage: "<container-id> <command> [command options]  ||  -p process.json <container-id>",
+		Description: joinLines(
+			`The exec command runs a new process in a running container, from the`,
+			`command line or from an OCI process JSON file (--process).`),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "console-socket", Usage: "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of the console's pseudoterminal"},
+			&cli.StringFlag{Name: "cwd", Usage: "current working directory in the container"},
+			&cli.StringSliceFlag{Name: "env", Aliases: []string{"e"}, Usage: "set environment variables"},
+			&cli.BoolFlag{Name: "tty", Aliases: []string{"t"}, Usage: "allocate a pseudo-TTY"},
+			&cli.StringFlag{Name: "user", Aliases: []string{"u"}, Usage: "UID (format: <uid>[:<gid>])"},
+			&cli.Int64SliceFlag{Name: "additional-gids", Aliases: []string{"g"}, Usage: "additional gids"},
+			&cli.StringFlag{Name: "process", Aliases: []string{"p"}, Usage: "path to the process.json"},
+			&cli.BoolFlag{Name: "detach", Aliases: []string{"d"}, Usage: "detach from the container's process"},
+			&cli.StringFlag{Name: "pid-file", Usage: "specify the file to write the process id to"},
+			&cli.StringSliceFlag{Name: "cap", Aliases: []string{"c"}, Usage: "add a capability to the bounding set for the process"},
+			&cli.BoolFlag{Name: "no-new-privs", Usage: "set the no new privileges value for the process"},
+			&cli.IntFlag{Name: "preserve-fds", Usage: "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total)"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := checkArgs(c, 1, -1); err != nil {
+				return err
+			}
+			id := c.Args().First()
+			rt, err := e.engine(c)
+			if err != nil {
+				return err
+			}
+			p, err := e.execProcess(c, rt, id)
+			if err != nil {
+				return err
+			}
+			opts := runtime.ExecOpts{
+				Process:       p,
+				Detach:        c.Bool("detach"),
+				PidFile:       c.String("pid-file"),
+				ConsoleSocket: c.String("console-socket"),
+				PreserveFDs:   c.Int("preserve-fds"),
+				Stdio:         runtime.Stdio{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr},
+			}
+			if !opts.Detach {
+				sigs := make(chan os.Signal, 128)
+				signal.Notify(sigs)
+				defer signal.Stop(sigs)
+				opts.Signals = sigs
+			}
+			status, err := rt.Exec(c.Context, id, opts)
+			if err != nil {
+				return fmt.Errorf("exec failed: %w", err)
+			}
+			if status != 0 {
+				return exitCodeError{status}
+			}
+			return nil
+		},
+	}
+}
+
+// execProcess builds the process from --process, or from the container's
+// config.json process with the command line's overrides, as runc does.
+func (e *env) execProcess(c *cli.Context, rt runtime.Runtime, id string) (*specs.Process, error) {
+	if path := c.String("process"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read process file: %w", err)
+		}
+		var p specs.Process
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("process file %s: %w", path, err)
+		}
+		return &p, runtime.ValidateProcess(&p)
+	}
+	st, err := rt.State(c.Context, id)
+	if err != nil {
+		return nil, err
+	}
+	if c.NArg() < 2 {
+		return nil, errors.New("exec args cannot be empty")
+	}
+	spec, err := runtime.LoadBundle(st.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	p := spec.Process
+	p.Args = c.Args().Slice()[1:]
+	if cwd := c.String("cwd"); cwd != "" {
+		p.Cwd = cwd
+	}
+	if caps := c.StringSlice("cap"); len(caps) > 0 {
+		if p.Capabilities == nil {
+			p.Capabilities = &specs.LinuxCapabilities{}
+		}
+		for _, cp := range caps {
+			p.Capabilities.Bounding = append(p.Capabilities.Bounding, cp)
+			p.Capabilities.Effective = append(p.Capabilities.Effective, cp)
+			p.Capabilities.Permitted = append(p.Capabilities.Permitted, cp)
+		}
+	}
+	p.Env = append(p.Env, c.StringSlice("env")...)
+	p.Terminal = c.Bool("tty")
+	if c.IsSet("no-new-privs") {
+		p.NoNewPrivileges = c.Bool("no-new-privs")
+	}
+	if u := c.String("user"); u != "" {
+		uids, gids, ok := strings.Cut(u, ":")
+		if ok {
+			gid, err := strconv.ParseUint(gids, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("--user: bad gid %q", gids)
+			}
+			p.User.GID = uint32(gid)
+		}
+		uid, err := strconv.ParseUint(uids, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--user: bad uid %q", uids)
+		}
+		p.User.UID = uint32(uid)
+	}
+	for _, g := range c.Int64Slice("additional-gids") {
+		if g < 0 {
+			return nil, fmt.Errorf("additional-gids must be a positive number %d", g)
+		}
+		p.User.AdditionalGids = append(p.User.AdditionalGids, uint32(g))
+	}
+	return p, runtime.ValidateProcess(p)
+}

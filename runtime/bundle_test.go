@@ -1,0 +1,44 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseSpecErrors(t *testing.T) {
+	good := `{"ociVersion":"1.0.2","root":{"path":"rootfs"},"process":{"cwd":"/","args":["sh"]}}`
+	if _, err := ParseSpec([]byte(good)); err != nil {
+		t.Fatalf("good spec: %v", err)
+	}
+	for name, tc := range map[string]struct{ in, want string }{
+		"truncated":  {good[:40], "unexpected end of input"},
+		"null":       {"null", "config cannot be null"},
+		"no root":    {`{"process":{"cwd":"/","args":["sh"]}}`, "root.path"},
+		"no process": {`{"root":{"path":"r"}}`, "process property must not be empty"},
+		"rel cwd":    {`{"root":{"path":"r"},"process":{"cwd":"x","args":["sh"]}}`, "process.cwd"},
+		"no args":    {`{"root":{"path":"r"},"process":{"cwd":"/"}}`, "process.args"},
+		"wrong type": {`{"root":{"path":"r"},"process":{"cwd":"/","args":"sh"}}`, "field process.args"},
+		"syntax":     {"{\n\"root\": ,}", "line 2"},
+		"trailing":   {good + "{}", "trailing data"},
+	} {
+		_, err := ParseSpec([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
+		}
+	}
+}
+
+func TestLoadBundleNamesFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadBundle(dir); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "config.json")) {
+		t.Fatalf("missing config: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadBundle(dir); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("bad config: %v", err)
+	}
+}

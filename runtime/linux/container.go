@@ -1,0 +1,361 @@
+//go:build linux
+
+package linux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer"
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+// started is a container whose init has been spawned by this process.
+type started struct {
+	c       *libcontainer.Container
+	p       *libcontainer.Process
+	io      *procIO
+	cgroups bool
+}
+
+// Create implements runtime.Runtime: the init is left blocked on the exec
+// fifo until Start.
+func (r *Runtime) Create(_ context.Context, id string, opts runtime.CreateOpts) error {
+	s, err := r.spawn(id, opts, true, false)
+	if err != nil {
+		return err
+	}
+	s.io.closePostStart()
+	return nil
+}
+
+// spawn creates the container and starts its init: blocked on the exec
+// fifo (create) or running the user process (run).
+func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *started, retErr error) {
+	if err := runtime.ValidateID(id); err != nil {
+		return nil, err
+	}
+	spec, bundle, err := loadSpec(o)
+	if err != nil {
+		return nil, err
+	}
+	if r.systemd {
+		if err := checkSystemd(); err != nil {
+			return nil, err
+		}
+	}
+	useCgroups := true
+	if r.rootlessCgroups && os.Geteuid() != 0 && !cgroupWritable() {
+		useCgroups = false
+		if spec.Linux != nil && spec.Linux.Resources != nil {
+			res := *spec.Linux.Resources
+			if dropped := stripResources(&res); len(dropped) > 0 {
+				r.warn(fmt.Sprintf("cgroups are not delegated to uid %d: limits not applied: %s", os.Geteuid(), strings.Join(dropped, ", ")))
+			}
+			lin := *spec.Linux
+			lin.Resources = &res
+			spec.Linux = &lin
+		}
+	}
+	if o.PidFile != "" {
+		if o.PidFile, err = filepath.Abs(o.PidFile); err != nil {
+			return nil, err
+		}
+	}
+
+	lk, err := r.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.unlock()
+
+	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
+		CgroupName:       id,
+		UseSystemdCgroup: r.systemd,
+		NoPivotRoot:      o.NoPivot,
+		NoNewKeyring:     o.NoNewKeyring,
+		Spec:             spec,
+		RootlessEUID:     os.Geteuid() != 0,
+		RootlessCgroups:  r.rootlessCgroups,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	// specconv takes the bundle from the working directory; we never chdir.
+	for i, l := range config.Labels {
+		if strings.HasPrefix(l, "bundle=") {
+			config.Labels[i] = "bundle=" + bundle
+		}
+	}
+	c, err := libcontainer.Create(r.root, id, config)
+	if err != nil {
+		if errors.Is(err, libcontainer.ErrExist) {
+			return nil, mapErr(err)
+		}
+		// Create may leave the state directory behind on a failed
+		// validation; it is ours, the ID was free.
+		os.RemoveAll(r.stateDir(id))
+		return nil, mapErr(err)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = c.Destroy()
+			lk.remove()
+		}
+	}()
+
+	p, err := newProcess(spec.Process, true)
+	if err != nil {
+		return nil, err
+	}
+	if o.PreserveFDs > 0 {
+		files, err := preservedFiles(o.PreserveFDs)
+		if err != nil {
+			return nil, err
+		}
+		p.ExtraFiles = append(p.ExtraFiles, files...)
+	}
+	pio, err := setupIO(p, spec.Process.Terminal, detach, o.ConsoleSocket, o.Stdio)
+	if err != nil {
+		return nil, err
+	}
+	if run {
+		err = c.Run(p)
+	} else {
+		err = c.Start(p)
+	}
+	if err != nil {
+		pio.close()
+		return nil, mapErr(err)
+	}
+	if err := pio.waitConsole(); err != nil {
+		terminate(p)
+		pio.close()
+		return nil, err
+	}
+	pio.closePostStart()
+	if o.PidFile != "" {
+		pid, err := p.Pid()
+		if err == nil {
+			err = writePidFile(o.PidFile, pid)
+		}
+		if err != nil {
+			terminate(p)
+			pio.close()
+			return nil, err
+		}
+	}
+	st, err := c.State()
+	cg := err == nil && len(st.CgroupPaths) > 0 && useCgroups
+	return &started{c: c, p: p, io: pio, cgroups: cg}, nil
+}
+
+// loadSpec returns a private copy of the spec with the root path and
+// relative bind sources made absolute against the bundle, so libcontainer
+// never depends on the working directory.
+func loadSpec(o runtime.CreateOpts) (*specs.Spec, string, error) {
+	bundle := o.Bundle
+	if bundle == "" {
+		bundle = "."
+	}
+	bundle, err := filepath.Abs(bundle)
+	if err != nil {
+		return nil, "", err
+	}
+	spec := o.Spec
+	if spec == nil {
+		if spec, err = runtime.LoadBundle(bundle); err != nil {
+			return nil, "", err
+		}
+	} else {
+		cp := *spec
+		spec = &cp
+		if err := runtime.ValidateProcess(spec.Process); err != nil {
+			return nil, "", err
+		}
+		if spec.Root == nil || spec.Root.Path == "" {
+			return nil, "", errors.New("root.path: must be set")
+		}
+	}
+	if spec.Linux == nil {
+		return nil, "", errors.New("linux: section missing: this runtime runs Linux containers")
+	}
+	root := *spec.Root
+	if !filepath.IsAbs(root.Path) {
+		root.Path = filepath.Join(bundle, root.Path)
+	}
+	spec.Root = &root
+	mounts := make([]specs.Mount, len(spec.Mounts))
+	copy(mounts, spec.Mounts)
+	for i, m := range mounts {
+		if m.Source != "" && !filepath.IsAbs(m.Source) && isBind(m) {
+			mounts[i].Source = filepath.Join(bundle, m.Source)
+		}
+	}
+	spec.Mounts = mounts
+	return spec, bundle, nil
+}
+
+func isBind(m specs.Mount) bool {
+	if m.Type == "bind" {
+		return true
+	}
+	for _, o := range m.Options {
+		if o == "bind" || o == "rbind" {
+			return true
+		}
+	}
+	return false
+}
+
+// terminate kills a half-started process and reaps it.
+func terminate(p *libcontainer.Process) {
+	_ = p.Signal(unix.SIGKILL)
+	_, _ = p.Wait()
+}
+
+// Start implements runtime.Runtime.
+func (r *Runtime) Start(_ context.Context, id string) error {
+	c, err := r.load(id)
+	if err != nil {
+		return err
+	}
+	status, err := c.Status()
+	if err != nil {
+		return mapErr(err)
+	}
+	switch status {
+	case libcontainer.Created:
+		return mapErr(c.Exec())
+	case libcontainer.Stopped:
+		return errors.New("cannot start a container that has stopped")
+	case libcontainer.Running:
+		return errors.New("cannot start an already running container")
+	default:
+		return fmt.Errorf("cannot start a container in the %s state", status)
+	}
+}
+
+// Run implements runtime.Runtime.
+func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, error) {
+	begin := time.Now()
+	s, err := r.spawn(id, o.CreateOpts, o.Detach, true)
+	if err != nil {
+		return -1, err
+	}
+	if o.Detach {
+		s.io.closePostStart()
+		return 0, nil
+	}
+	status, ps, werr := wait(ctx, s.c, s.p, s.io, o.Signals)
+	s.io.close()
+	if o.Exit != nil {
+		fillExit(o.Exit, s, ps, status, time.Since(begin))
+	}
+	if !o.Keep {
+		if err := r.destroy(id, s.c); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	return status, werr
+}
+
+// destroy removes a container's state, cgroups and lock.
+func (r *Runtime) destroy(id string, c *libcontainer.Container) error {
+	lk, lerr := r.lock(id)
+	err := c.Destroy()
+	if lerr == nil {
+		lk.remove()
+	}
+	return err
+}
+
+// wait waits for p, forwarding signals and killing the container when ctx
+// ends. The loop is event-driven: it wakes on exit, signal or ctx only.
+func wait(ctx context.Context, c *libcontainer.Container, p *libcontainer.Process, pio *procIO, sigs <-chan os.Signal) (int, *os.ProcessState, error) {
+	type result struct {
+		ps  *os.ProcessState
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ps, err := p.Wait()
+		done <- result{ps, err}
+	}()
+	pio.resize()
+	var ctxErr error
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case res := <-done:
+			if res.ps == nil {
+				return -1, nil, fmt.Errorf("wait for container process: %w", res.err)
+			}
+			return exitStatus(res.ps), res.ps, ctxErr
+		case s := <-sigs:
+			switch s {
+			case unix.SIGWINCH:
+				pio.resize()
+			case unix.SIGCHLD, unix.SIGURG, unix.SIGPIPE:
+			default:
+				_ = p.Signal(s)
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			ctxErr = fmt.Errorf("container killed: %w", ctx.Err())
+			// SIGKILL to a pid-namespace init kills the whole namespace; with
+			// a shared one libcontainer kills every process of the cgroup.
+			if err := c.Signal(unix.SIGKILL); err != nil {
+				_ = p.Signal(unix.SIGKILL)
+			}
+		}
+	}
+}
+
+// exitStatus is runc's: the exit code, or 128+N for signal N.
+func exitStatus(ps *os.ProcessState) int {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok {
+		return ps.ExitCode()
+	}
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// fillExit records what the foreground run observed.
+func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, wall time.Duration) {
+	e.Status = status
+	e.Wall = wall
+	e.Cgroups = s.cgroups
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal()
+		}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			e.UserCPU = time.Duration(ru.Utime.Nano())
+			e.SysCPU = time.Duration(ru.Stime.Nano())
+			e.MaxRSS = ru.Maxrss * 1024
+		}
+	}
+	if st, err := s.c.State(); err == nil {
+		if dir := st.CgroupPaths["memory"]; dir != "" {
+			peak, oom := memoryEvents(dir)
+			if peak > e.MaxRSS {
+				e.MaxRSS = peak
+			}
+			e.OOMKilled = oom
+		}
+	}
+}
