@@ -39,4 +39,3 @@ func eventsCommand(e *env) *cli.Command {
 		},
 	}
 }
-
