@@ -1,0 +1,230 @@
+//go:build integration
+
+// Package tests is the black-box test suite of the runtime CLI. It runs the
+// binary named by $RUNTIME (default <repo>/bin/skillrun) and checks its wire
+// contract and, from the host side, what it really did. The same suite must
+// pass against runc (RUNTIME=runc).
+package tests
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runtimeInfo is what the suite expects of a given runtime where runtimes
+// legitimately differ.
+type runtimeInfo struct {
+	// defaultRoot is the state root used as root without --root.
+	defaultRoot string
+	// xdgSubdir is the directory under $XDG_RUNTIME_DIR used rootless
+	// without --root.
+	xdgSubdir string
+	// skillrun marks the runtime under development; checks of its own
+	// extensions run only for it.
+	skillrun bool
+}
+
+// runtimes is keyed by the base name of the runtime binary.
+var runtimes = map[string]runtimeInfo{
+	"skillrun": {defaultRoot: "/run/skillrun", xdgSubdir: "skillrun", skillrun: true},
+	"runc":     {defaultRoot: "/run/runc", xdgSubdir: "runc"},
+	"crun":     {defaultRoot: "/run/crun", xdgSubdir: "crun"},
+}
+
+var (
+	// runtimeBin is the absolute path of the runtime under test.
+	runtimeBin string
+	// runtimeName is the base name of runtimeBin, the key into runtimes.
+	runtimeName string
+	// tmpBase holds every test's files; mode 0755 so the rootless test user
+	// can traverse it.
+	tmpBase string
+	// rootfsTemplate is a busybox rootfs every bundle's rootfs is cloned from.
+	rootfsTemplate string
+	// setupErr is why the suite cannot run at all; every test reports it.
+	setupErr error
+)
+
+func TestMain(m *testing.M) {
+	setupErr = setup()
+	// Like containerd's shim, be the subreaper of the containers we start so
+	// that an exited init can be reaped and its disappearance observed
+	// (pid 1 on this host does not reap orphans).
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil && setupErr == nil {
+		setupErr = fmt.Errorf("become child subreaper: %w", err)
+	}
+	if setupErr == nil {
+		go reapOrphans()
+	}
+	code := m.Run()
+	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {
+		removeTree(tmpBase)
+	}
+	os.Exit(code)
+}
+
+func setup() error {
+	name := os.Getenv("RUNTIME")
+	if name == "" {
+		_, file, _, _ := runtime.Caller(0)
+		name = filepath.Join(filepath.Dir(filepath.Dir(file)), "bin", "skillrun")
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return fmt.Errorf("runtime under test %q (set RUNTIME): %w", name, err)
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return err
+	}
+	runtimeBin = p
+	runtimeName = filepath.Base(p)
+	if _, ok := runtimes[runtimeName]; !ok {
+		return fmt.Errorf("runtime %q is not in the suite's runtime table (tests/main_test.go); add it", runtimeName)
+	}
+	tmpBase, err = os.MkdirTemp("", "skillrun-tests-")
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(tmpBase, 0o755); err != nil {
+		return err
+	}
+	rootfsTemplate = filepath.Join(tmpBase, "rootfs-template")
+	return buildRootfs(rootfsTemplate)
+}
+
+// buildRootfs makes a minimal rootfs from the host's static busybox: the
+// binary, one symlink per applet, the usual mount points and an /etc with
+// root and an unprivileged user.
+func buildRootfs(dir string) error {
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		return fmt.Errorf("busybox not found (install busybox-static: hack/install-deps.sh test): %w", err)
+	}
+	out, err := exec.Command("file", "-L", bb).Output()
+	if err == nil && !strings.Contains(string(out), "statically linked") {
+		return fmt.Errorf("%s is not statically linked; install busybox-static", bb)
+	}
+	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc", "root", "run", "var/tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "tmp"), 0o1777); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(bb)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
+		return err
+	}
+	list, err := exec.Command(bb, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox --list: %w", err)
+	}
+	for _, applet := range strings.Fields(string(list)) {
+		if applet == "busybox" {
+			continue
+		}
+		if err := os.Symlink("busybox", filepath.Join(dir, "bin", applet)); err != nil {
+			return err
+		}
+	}
+	files := map[string]string{
+		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+		"etc/group":  "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cloneRootfs copies the template to dir, hard-linking busybox.
+func cloneRootfs(dir string) error {
+	return filepath.WalkDir(rootfsTemplate, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(rootfsTemplate, p)
+		dst := filepath.Join(dir, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(dst, info.Mode().Perm()|info.Mode()&os.ModeSticky)
+		case info.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, dst)
+		default:
+			if err := os.Link(p, dst); err == nil {
+				return nil
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, data, info.Mode().Perm())
+		}
+	})
+}
+
+// reapOrphans reaps zombie children we inherited as subreaper, as
+// containerd's shim does: an exited process that joined a container's pid
+// namespace (exec) keeps that namespace's init from finishing its exit until
+// it is reaped. Children we started ourselves (the runtime, runuser, env)
+// are left to os/exec.
+func reapOrphans() {
+	self := strconv.Itoa(os.Getpid())
+	own := map[string]bool{"runuser": true, "env": true}
+	rb := filepath.Base(runtimeBin)
+	if len(rb) > 15 {
+		rb = rb[:15]
+	}
+	own[rb] = true
+	for {
+		time.Sleep(30 * time.Millisecond)
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			st := string(data)
+			open, closeIdx := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+			if open < 0 || closeIdx < 0 || closeIdx+2 >= len(st) {
+				continue
+			}
+			f := strings.Fields(st[closeIdx+2:])
+			if len(f) < 2 || f[0] != "Z" || f[1] != self || own[st[open+1:closeIdx]] {
+				continue
+			}
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
