@@ -1,0 +1,403 @@
+#!/usr/bin/env bash
+# hack/bench.sh: skillrun against runc, crun, bubblewrap, bare python3 and a bare fork+exec, in one
+# run, side by side. Run `hack/bench.sh --help` for usage.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/bench/lib.sh
+. "$repo/hack/bench/lib.sh"
+
+skillrun=${SKILLRUN:-$repo/bin/skillrun}
+out=${BENCH_OUT:-$repo/tmp/bench}
+write_docs=1
+quick=${BENCH_QUICK:-0}
+runs=${BENCH_RUNS:-}
+
+usage() {
+	cat <<EOF
+Usage: hack/bench.sh [options]        (make bench)
+
+One command, one run, all peers side by side. Each figure is min / median / p95 of wall time over
+>= 50 iterations after warm-up (hyperfine -N, no shell in the measured command):
+  cold run     \`RT run\` of a /bin/true bundle (busybox-static rootfs, no tty, --root on a tmpfs)
+               for skillrun, runc, crun, and a bare fork+exec of /bin/true as the floor
+  create       \`RT create\` alone (the container is deleted in hyperfine's --prepare)
+  start        \`RT start\` of a pre-created container (created in --prepare)
+  skill        \`skillrun skill run\` of a generated hello-world Python skill vs bare python3, vs
+               bwrap with an equivalent policy, vs \`runc run\` (and \`skillrun run\`) of the bundle
+               \`skillrun skill bundle\` generates
+  throughput   100 cold runs at concurrency 2, runs/s per runtime
+  memory       peak RSS (GNU time %M: the runtime and the children it waits for) and binary size
+Prints the table and ratios to stdout (ratio = peer median / skillrun median; runc is the reference
+when skillrun is not built), writes docs/benchmarks.md and docs/benchmarks.png (gnuplot), raw
+hyperfine JSON under the output dir. Must run as root. About 5 minutes on 2 cores.
+
+Options:
+  --quick           fewer iterations (10 runs, 20 throughput runs) for CI smoke runs; same as
+                    BENCH_QUICK=1. Quick runs never rewrite the docs.
+  --runs N          iterations per figure (default 60; BENCH_RUNS)
+  --out DIR         raw results (default: \$BENCH_OUT or $out)
+  --no-docs         do not rewrite docs/benchmarks.md and docs/benchmarks.png
+  -h, --help        this text
+Environment: SKILLRUN (default bin/skillrun), BENCH_QUICK, BENCH_RUNS, BENCH_OUT.
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1; shift ;;
+	--runs) runs=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--no-docs) write_docs=0; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { log "$*"; exit 2; }
+
+if [ "$quick" = 1 ]; then
+	runs=${runs:-10} warmup=2 tp_runs=20 rss_runs=3 write_docs=0
+else
+	runs=${runs:-60} warmup=5 tp_runs=100 rss_runs=10
+fi
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (containers, cgroups, tmpfs)"
+"$repo/hack/install-deps.sh" bench
+ensure_cgroup_v1
+
+# --- work area on a tmpfs: bundle, state roots, skill -------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/skillrun-bench.XXXXXX")
+mount -t tmpfs -o size=512m,mode=0700 skillrun-bench "$work"
+cleanup() {
+	local r id
+	for r in "${!rt_path[@]}"; do
+		for id in $("${rt_path[$r]}" --root "$work/state/$r" list -q 2>/dev/null || true); do
+			"${rt_path[$r]}" --root "$work/state/$r" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	done
+	# Lazily unmount anything left below the work dir (deepest first), then the tmpfs itself.
+	awk -v d="$work" 'index($5, d "/") == 1 {print length($5) "\t" $5}' /proc/self/mountinfo |
+		sort -rn | cut -f2- | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	umount -l "$work" 2>/dev/null || true
+	rmdir "$work" 2>/dev/null || true
+}
+declare -A rt_path=() rt_ver=() rt_note=()
+trap cleanup EXIT
+mkdir -p "$work/bundle/rootfs" "$work/state" "$work/bin" "$out"
+rm -f "$out"/*.json "$out"/results.tsv
+busybox_rootfs "$work/bundle/rootfs"
+write_true_config "$work/bundle" /bin/true
+
+# --- peers ---------------------------------------------------------------------------------------
+for r in skillrun runc crun; do
+	case $r in
+	skillrun) p=$skillrun ;;
+	*) p=$(command -v "$r" || true) ;;
+	esac
+	if [ -z "$p" ] || [ ! -x "$p" ]; then
+		rt_note[$r]="not available: $( [ "$r" = skillrun ] && echo "$skillrun not built (make skillrun)" || echo "not installed")"
+		log "$r: ${rt_note[$r]}"
+		continue
+	fi
+	p=$(realpath "$p")
+	rt_ver[$r]=$(runtime_version "$r" "$p")
+	mkdir -p "$work/state/$r"
+	if ! err=$(timeout 30 "$p" --root "$work/state/$r" run --bundle "$work/bundle" "smoke-$r" </dev/null 2>&1 >/dev/null); then
+		"$p" --root "$work/state/$r" delete --force "smoke-$r" >/dev/null 2>&1 || true
+		rt_note[$r]="not available: cannot run a /bin/true container here: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-200)"
+		log "$r: ${rt_note[$r]}"
+		continue
+	fi
+	rt_path[$r]=$p
+done
+[ -n "${rt_path[runc]:-}" ] || die "runc must run here (it is the baseline)"
+ref=skillrun
+[ -n "${rt_path[skillrun]:-}" ] || ref=runc
+peers=()
+for r in skillrun runc crun; do [ -n "${rt_path[$r]:-}" ] && peers+=("$r"); done
+
+# --- measurement helpers -------------------------------------------------------------------------
+tsv=$out/results.tsv
+: >"$tsv"
+
+# row SCENARIO PEER N MIN MEDIAN P95 UNIT NOTE: one result line (times in ms).
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
+
+# hf SCENARIO PEER [--prepare SCRIPT] -- CMD...: hyperfine one command, record min/median/p95 in ms.
+hf() {
+	local scenario=$1 peer=$2 json prep=() cmd
+	shift 2
+	if [ "$1" = --prepare ]; then
+		prep=(--prepare "$2")
+		shift 2
+	fi
+	[ "$1" = -- ] && shift
+	json=$out/$scenario-$peer.json
+	cmd=$(printf '%q ' "$@")
+	log "$scenario / $peer: $cmd"
+	if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" "${prep[@]}" \
+		--export-json "$json" --command-name "$peer" -- "$cmd" >/dev/null 2>"$out/$scenario-$peer.err"; then
+		row "$scenario" "$peer" 0 - - - ms "failed: $(tail -n 2 "$out/$scenario-$peer.err" | tr '\n' ' ' | cut -c1-160)"
+		return 0
+	fi
+	# p95: nearest rank, the ceil(0.95 n)-th smallest.
+	jq -r --arg s "$scenario" --arg p "$peer" 'def ms: . * 100000 | round / 100;
+		.results[0].times | sort | length as $n |
+		[$s, $p, $n, (.[0] | ms), (if $n % 2 == 1 then .[($n - 1) / 2] else (.[$n / 2 - 1] + .[$n / 2]) / 2 end | ms),
+		 (.[((0.95 * $n) | ceil) - 1] | ms), "ms", ""] | map(tostring) | join("\t")' "$json" >>"$tsv"
+}
+
+# script NAME BODY: an executable sh script for hyperfine's --prepare (runs without a shell).
+script() {
+	printf '#!/bin/sh\n%s\n' "$2" >"$work/bin/$1"
+	chmod +x "$work/bin/$1"
+	echo "$work/bin/$1"
+}
+
+# --- 1. cold run ---------------------------------------------------------------------------------
+hf cold floor -- /bin/true
+for r in "${peers[@]}"; do
+	hf cold "$r" -- "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "cold-$r"
+done
+
+# --- 2. create, then start of a pre-created container --------------------------------------------
+for r in "${peers[@]}"; do
+	p=${rt_path[$r]} st=$work/state/$r
+	del=$(printf '%q --root %q delete --force %q >/dev/null 2>&1; true' "$p" "$st" "cs-$r")
+	hf create "$r" --prepare "$(script "prep-create-$r" "$del")" -- \
+		"$p" --root "$st" create --bundle "$work/bundle" "cs-$r"
+	hf start "$r" --prepare "$(script "prep-start-$r" "$del
+$(printf '%q --root %q create --bundle %q %q </dev/null >/dev/null 2>&1' "$p" "$st" "$work/bundle" "cs-$r")")" -- \
+		"$p" --root "$st" start "cs-$r"
+	"$p" --root "$st" delete --force "cs-$r" >/dev/null 2>&1 || true
+done
+
+# --- 3. hello-world Python skill ------------------------------------------------------------------
+skill=$work/skills/hello
+mkdir -p "$skill/scripts"
+cat >"$skill/SKILL.md" <<'EOF'
+---
+name: hello
+description: Prints a JSON greeting. Benchmark fixture generated by hack/bench.sh.
+---
+# hello
+
+Prints `{"hello":"world"}`.
+EOF
+cat >"$skill/scripts/main.py" <<'EOF'
+import json
+
+print(json.dumps({"hello": "world"}, separators=(",", ":")))
+EOF
+hf skill python3 -- /usr/bin/python3 "$skill/scripts/main.py"
+hf skill bwrap -- bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net \
+	--ro-bind /usr /usr --ro-bind /lib /lib --ro-bind /lib64 /lib64 --ro-bind /bin /bin \
+	--ro-bind "$skill" /skill --tmpfs /tmp --proc /proc --dev /dev --die-with-parent --clearenv \
+	--setenv PATH /usr/bin:/bin --chdir /skill /usr/bin/python3 /skill/scripts/main.py
+skill_ok=0 bundle_ok=0
+if [ -n "${rt_path[skillrun]:-}" ]; then
+	if err=$("$skillrun" --root "$work/state/skillrun" skill run "$skill" </dev/null 2>&1); then
+		skill_ok=1
+		hf skill skillrun -- "$skillrun" --root "$work/state/skillrun" skill run "$skill"
+	else
+		row skill skillrun 0 - - - ms "not available: skill run failed: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
+	fi
+	if err=$("$skillrun" skill bundle "$skill" -o "$work/skill-bundle" 2>&1); then
+		bundle_ok=1
+	else
+		note="not available: skill bundle failed: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
+		row skill runc 0 - - - ms "$note"
+		row skill skillrun-run 0 - - - ms "$note"
+	fi
+else
+	row skill skillrun 0 - - - ms "${rt_note[skillrun]}"
+	row skill runc 0 - - - ms "not available: needs \`skillrun skill bundle\`"
+fi
+if [ "$bundle_ok" = 1 ]; then
+	for r in runc skillrun; do
+		name=$r
+		[ "$r" = skillrun ] && name="skillrun-run"
+		if err=$("${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/skill-bundle" "skill-$r" </dev/null 2>&1); then
+			hf skill "$name" -- "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/skill-bundle" "skill-$r"
+		else
+			row skill "$name" 0 - - - ms "failed on the generated bundle: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
+		fi
+	done
+fi
+
+# --- 4. throughput: cold runs at concurrency 2 ------------------------------------------------------
+# throughput PEER CMD...: run CMD with a unique trailing container ID tp_runs times, 2 at a time.
+throughput() {
+	local peer=$1 t0 t1 rc=0
+	shift
+	log "throughput / $peer: $tp_runs runs at concurrency 2"
+	t0=$(date +%s%N)
+	# xargs gives the commands /dev/null as stdin.
+	seq "$tp_runs" | xargs -P 2 -I '{}' "$@" >/dev/null 2>"$out/throughput-$peer.err" || rc=$?
+	t1=$(date +%s%N)
+	awk -v n="$tp_runs" -v ns=$((t1 - t0)) -v s=throughput -v p="$peer" -v rc="$rc" 'BEGIN {
+		printf "%s\t%s\t%d\t-\t%.1f\t-\truns/s\t%s\n", s, p, n, n / (ns / 1e9), rc ? "some runs failed (xargs exit " rc ")" : ""}' >>"$tsv"
+}
+throughput floor /bin/true '{}'
+for r in "${peers[@]}"; do
+	throughput "$r" "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "tp-$r-{}"
+done
+
+# --- 5. peak RSS and binary size ------------------------------------------------------------------
+# rss PEER CMD...: max and median of GNU time's %M (KiB) over rss_runs runs, recorded in MiB.
+rss() {
+	local peer=$1 i f=$out/rss-$1.txt
+	shift
+	: >"$f"
+	for ((i = 0; i < rss_runs; i++)); do
+		/usr/bin/time -f %M -a -o "$f" "$@" </dev/null >/dev/null 2>&1 || true
+	done
+	sort -n "$f" | awk -v p="$peer" '{v[NR] = $1} END {
+		if (NR == 0) exit
+		printf "rss\t%s\t%d\t%.1f\t%.1f\t%.1f\tMiB\t\n", p, NR, v[1] / 1024, v[int((NR + 1) / 2)] / 1024, v[NR] / 1024}' >>"$tsv"
+}
+for r in "${peers[@]}"; do
+	rss "$r" "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "rss-$r"
+done
+[ "$skill_ok" = 1 ] && rss skillrun-skill "$skillrun" --root "$work/state/skillrun" skill run "$skill"
+rss bwrap bwrap --unshare-user --unshare-pid --unshare-net --ro-bind /usr /usr --symlink usr/lib64 /lib64 \
+	--symlink usr/lib /lib --symlink usr/bin /bin --proc /proc --dev /dev --die-with-parent /bin/true
+for r in "${peers[@]}"; do
+	size=$(stat -c %s "${rt_path[$r]}")
+	link=$(file -b "${rt_path[$r]}" | grep -o 'statically linked\|dynamically linked' || true)
+	awk -v p="$r" -v s="$size" -v l="$link" 'BEGIN {printf "size\t%s\t1\t-\t%.1f\t-\tMiB\t%s\n", p, s / 1048576, l}' >>"$tsv"
+done
+size=$(stat -c %s "$(command -v bwrap)")
+awk -v s="$size" 'BEGIN {printf "size\tbwrap\t1\t-\t%.2f\t-\tMiB\tdynamically linked\n", s / 1048576}' >>"$tsv"
+
+# --- report ---------------------------------------------------------------------------------------
+# median SCENARIO PEER: the recorded median, or empty.
+median() { awk -F'\t' -v s="$1" -v p="$2" '$1 == s && $2 == p && $5 != "-" {print $5}' "$tsv"; }
+# ratio SCENARIO PEER [REFPEER]: PEER median / REF median, formatted "1.23x", or "-".
+ratio() {
+	local a b
+	a=$(median "$1" "$2")
+	b=$(median "$1" "${3:-$ref}")
+	if [ -n "$a" ] && [ -n "$b" ]; then awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2fx", a / b}'; else echo -; fi
+}
+
+scen_title() {
+	case $1 in
+	cold) echo "cold run of /bin/true (ms)" ;;
+	create) echo "create (ms)" ;;
+	start) echo "start of a pre-created container (ms)" ;;
+	skill) echo "hello-world Python skill (ms)" ;;
+	throughput) echo "$tp_runs runs at concurrency 2 (runs/s)" ;;
+	rss) echo "peak RSS (MiB, GNU time %M)" ;;
+	size) echo "binary size (MiB)" ;;
+	esac
+}
+
+table() {
+	local s ref_s
+	for s in cold create start skill throughput rss size; do
+		ref_s=$ref
+		[ "$s" = skill ] && ref_s=$([ -n "$(median skill skillrun)" ] && echo skillrun || echo "$ref")
+		printf '\n**%s**\n\n' "$(scen_title "$s")"
+		printf '| peer | n | min | median | p95 | ratio to %s | note |\n|---|---|---|---|---|---|---|\n' "$ref_s"
+		awk -F'\t' -v s="$s" '$1 == s {print $2}' "$tsv" | while read -r p; do
+			awk -F'\t' -v s="$s" -v p="$p" -v r="$(ratio "$s" "$p" "$ref_s")" \
+				'$1 == s && $2 == p {printf "| %s | %s | %s | %s | %s | %s | %s |\n", p, $3, $4, $5, $6, r, $8}' "$tsv"
+		done
+	done
+}
+
+# Overheads and the issue's targets.
+targets() {
+	local s_cold r_cold s_start sk py
+	s_cold=$(median cold skillrun) r_cold=$(median cold runc) s_start=$(median start skillrun)
+	sk=$(median skill skillrun) py=$(median skill python3)
+	check() { if [ -z "$2" ]; then echo "| $1 | not measured | - |"; else awk -v d="$1" -v v="$2" -v ok="$3" 'BEGIN {printf "| %s | %s | %s |\n", d, v, ok ? "met" : "MISSED"}'; fi; }
+	echo "| target | measured | |"
+	echo "|---|---|---|"
+	if [ -n "$s_cold" ]; then
+		check "skillrun cold-run median <= runc's ($r_cold ms)" "$s_cold ms" "$(awk -v a="$s_cold" -v b="$r_cold" 'BEGIN {print a <= b}')"
+	else check "skillrun cold-run median <= runc's" ""; fi
+	if [ -n "$s_start" ]; then check "pre-created start median < 5 ms" "$s_start ms" "$(awk -v a="$s_start" 'BEGIN {print a < 5}')"; else check "pre-created start median < 5 ms" ""; fi
+	if [ -n "$sk" ]; then
+		o=$(awk -v a="$sk" -v b="$py" 'BEGIN {printf "%.1f", a - b}')
+		check "skill run overhead over bare python3 < 15 ms median" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 15}')"
+	else check "skill run overhead over bare python3 < 15 ms median" ""; fi
+	rs=$(awk -F'\t' '$1 == "rss" && $2 == "skillrun-skill" {print $6}' "$tsv")
+	if [ -n "$rs" ]; then check "skillrun skill run peak RSS < 20 MiB" "$rs MiB" "$(awk -v a="$rs" 'BEGIN {print a < 20}')"; else check "skillrun skill run peak RSS < 20 MiB" ""; fi
+}
+
+versions() {
+	local r
+	for r in skillrun runc crun; do printf -- '- %s: %s%s\n' "$r" "${rt_ver[$r]:-n/a}" "${rt_note[$r]:+ (${rt_note[$r]})}"; done
+	printf -- '- bwrap: %s; python3: %s; hyperfine: %s\n' "$(bwrap --version)" "$(python3 --version 2>&1)" "$(hyperfine --version)"
+}
+
+echo
+echo "skillrun bench, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(machine_line)"
+echo "iterations: $runs after $warmup warm-up; ratio = median / $ref median (skill: / skillrun skill run)"
+# Markdown tables to aligned text.
+md2txt() { sed -e 's/^| //' -e 's/ |$//' -e '/^|---/d' -e 's/\*\*//g' -e 's/ | /\t/g' | column -t -s "$(printf '\t')" -o '  '; }
+table | md2txt
+echo
+targets | md2txt
+
+# --- docs + chart ---------------------------------------------------------------------------------
+chart() {
+	local png=$1 data=$out/chart.dat
+	# label, median, min, p95, colour index (one per peer)
+	awk -F'\t' '($1 == "cold" || $1 == "create" || $1 == "start" || $1 == "skill") && $5 != "-" {
+		c = ($2 == "skillrun" || $2 == "skillrun-run") ? 1 : ($2 == "runc") ? 2 : ($2 == "crun") ? 3 : ($2 == "floor" || $2 == "python3") ? 4 : 5
+		printf "\"%s %s\"\t%s\t%s\t%s\t%d\n", $1, $2, $5, $4, $6, c}' "$tsv" >"$data"
+	gnuplot <<-EOF
+		set terminal png size 1100,560 font ",10"
+		set output "$png"
+		set title "skillrun vs peers: median wall time, whiskers min..p95 (log scale, ms)\n$(machine_line), $(date -u +%Y-%m-%d)"
+		set logscale y
+		set ylabel "ms"
+		set grid ytics
+		set style fill solid 0.7 border -1
+		set boxwidth 0.7
+		set xtics rotate by -40 scale 0 font ",9"
+		set key off
+		set palette defined (1 "#1f77b4", 2 "#ff7f0e", 3 "#2ca02c", 4 "#7f7f7f", 5 "#9467bd")
+		unset colorbox
+		set cbrange [1:5]
+		set yrange [0.3:*]
+		plot "$data" using 0:2:5:xtic(1) with boxes lc palette, \
+		     "" using 0:2:3:4 with yerrorbars lc rgb "black" pt -1
+	EOF
+}
+
+if [ "$write_docs" -eq 1 ]; then
+	chart "$repo/docs/benchmarks.png"
+	{
+		echo "# Benchmarks"
+		echo
+		echo "Generated by \`make bench\` (\`hack/bench.sh\`) on $(date -u +%Y-%m-%d); do not edit by hand."
+		echo "Re-run on a quiet machine before quoting: numbers from a shared, busy machine are noisy."
+		echo
+		echo "- Machine: $(machine_line)"
+		versions
+		echo "- Method: hyperfine -N (no shell), $warmup warm-up runs then $runs measured runs per row;"
+		echo "  bundle = busybox-static rootfs, read-only root, pid/net/ipc/uts/mount namespaces, no tty;"
+		echo "  \`--root\` and the bundle on a tmpfs. Ratio = peer median / $ref median (the skill table:"
+		echo "  / \`skillrun skill run\` median). \`floor\` is a bare fork+exec of /bin/true by hyperfine."
+		echo "  \`bwrap\`: --unshare-user/pid/ipc/uts/net, read-only /usr /lib /lib64 /bin, tmpfs /tmp,"
+		echo "  --die-with-parent --clearenv. Peak RSS: GNU time %M, the max over the runtime process and"
+		echo "  the children it reaps (runc's re-executed \`init\` included)."
+		echo
+		echo "![benchmark chart](benchmarks.png)"
+		echo
+		echo "## Targets"
+		echo
+		targets
+		echo
+		echo "## Results"
+		table
+	} >"$repo/docs/benchmarks.md"
+	log "wrote docs/benchmarks.md and docs/benchmarks.png"
+fi
+log "raw results in $out"
