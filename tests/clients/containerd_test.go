@@ -31,16 +31,29 @@ type containerd struct {
 	argvLog string
 	rootfs  string
 	fifoDir string
+	// root is the runtime's state root: the shim passes `--root <root>`.
+	root string
+	// cgroupRoot is the cgroup path (relative to each hierarchy) below
+	// which this daemon's containers live; removed at cleanup.
+	cgroupRoot string
 }
 
 // runcRoot is where containerd's runc shim keeps the runtime's state for ns:
-// it passes `--root /run/containerd/runc/<ns>` to the runtime.
-func (c *containerd) runcRoot() string { return filepath.Join("/run/containerd/runc", c.ns) }
+// by default it passes `--root /run/containerd/runc/<ns>` to the runtime.
+func (c *containerd) runcRoot() string { return c.root }
+
+// daemonOptions change the generated containerd config.
+type daemonOptions struct {
+	cri bool // keep the CRI plugin
+	// extra returns TOML appended to the config; it may adjust c's ns, root
+	// and cgroupRoot to match what it configures.
+	extra func(c *containerd) string
+}
 
 // startContainerd starts containerd with a generated config whose root, state,
 // sockets and plugin dirs are all under a new temp dir, waits for its socket,
 // and registers the daemon's shutdown and a full cleanup.
-func startContainerd(t *testing.T, extraConfig string) *containerd {
+func startContainerd(t *testing.T, opts daemonOptions) *containerd {
 	t.Helper()
 	requireRoot(t)
 	bin := requireBinary(t, "containerd")
@@ -59,14 +72,24 @@ func startContainerd(t *testing.T, extraConfig string) *containerd {
 		fifoDir: filepath.Join(dir, "fifo"),
 		exited:  make(chan struct{}),
 	}
+	c.root = filepath.Join("/run/containerd/runc", c.ns)
+	c.cgroupRoot = c.ns
 	c.runtime = argvWrapper(t, filepath.Join(dir, "wrap"), filepath.Base(runtime), runtime, c.argvLog)
 	c.rootfs = busyboxRootfs(t, dir)
+	cri := `  "io.containerd.grpc.v1.cri",`
+	if opts.cri {
+		cri = ""
+	}
+	extra := ""
+	if opts.extra != nil {
+		extra = opts.extra(c)
+	}
 	cfg := fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
 plugin_dir = %[3]q
 disabled_plugins = [
-  "io.containerd.grpc.v1.cri",
+%[8]s
   "io.containerd.snapshotter.v1.aufs",
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs",
@@ -92,7 +115,7 @@ disabled_plugins = [
   path = %[6]q
 %[7]s
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "plugins"),
-		c.sock, c.sock+".ttrpc", filepath.Join(dir, "opt"), extraConfig)
+		c.sock, c.sock+".ttrpc", filepath.Join(dir, "opt"), extra, cri)
 	cfgPath := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -176,7 +199,7 @@ func (c *containerd) stop() {
 			t.Logf("cleanup: %v", err)
 		}
 	}
-	removeCgroups(t, c.ns)
+	removeCgroups(t, c.cgroupRoot)
 }
 
 // ctrRun runs ctr against this daemon and namespace.
@@ -234,7 +257,7 @@ func (c *containerd) assertGone(ctx context.Context, id string, initPID int) {
 			t.Errorf("shim still running after delete: pid %d %s", p, cmdlineOf(p))
 		}
 	}
-	if dirs := cgroupDirs(filepath.Join(c.ns, id)); len(dirs) > 0 {
+	if dirs := cgroupDirs(filepath.Join(c.cgroupRoot, id)); len(dirs) > 0 {
 		t.Errorf("cgroups of the container still exist after delete: %v", dirs)
 	}
 	if m := mountsUnder(c.rootfs); len(m) > 0 {
@@ -261,7 +284,7 @@ func (c *containerd) argvCalls() string {
 }
 
 func TestContainerdCtr(t *testing.T) {
-	c := startContainerd(t, "")
+	c := startContainerd(t, daemonOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -275,7 +298,7 @@ func TestContainerdCtr(t *testing.T) {
 		}
 		// --runc-binary sets the shim's options.BinaryName: the wrapper must have been called.
 		calls := c.argvCalls()
-		want := regexp.MustCompile(`(?m)^--root /run/containerd/runc/` + c.ns + ` --log \S+/log\.json --log-format json create --bundle \S+ --pid-file \S+/init\.pid .*` + id + `$`)
+		want := regexp.MustCompile(`(?m)^--root ` + regexp.QuoteMeta(c.runcRoot()) + ` --log \S+/log\.json --log-format json create --bundle \S+ --pid-file \S+/init\.pid .*` + id + `$`)
 		if !want.MatchString(calls) {
 			t.Errorf("the shim did not call the runtime under test (BinaryName not honoured?) with the expected create argv; calls:\n%s", calls)
 		}

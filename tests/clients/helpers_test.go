@@ -278,14 +278,19 @@ func indent(s string) string {
 
 // cmdSpec describes how to start a client command.
 type cmdSpec struct {
-	env   []string // full environment when non-nil
-	stdin string
-	dir   string
+	env     []string // full environment when non-nil
+	stdin   string
+	dir     string
+	timeout time.Duration // cmdTimeout when zero
 }
 
 // runCmd runs argv with a timeout and returns what happened; it never fails the test.
 func runCmd(ctx context.Context, spec cmdSpec, argv ...string) result {
-	ctx, cancel := context.WithTimeout(ctx, cmdTimeout)
+	timeout := spec.timeout
+	if timeout == 0 {
+		timeout = cmdTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = spec.env
@@ -303,7 +308,7 @@ func runCmd(ctx context.Context, spec cmdSpec, argv ...string) result {
 		r.code = cmd.ProcessState.ExitCode()
 	}
 	if ctx.Err() != nil {
-		r.err = fmt.Errorf("timed out after %s: %w", cmdTimeout, ctx.Err())
+		r.err = fmt.Errorf("timed out after %s: %w", timeout, ctx.Err())
 	}
 	return r
 }
