@@ -1,9 +1,157 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/spec"
+)
 
 // skillCommand is the `skillrun skill` verb family (validate, inspect,
 // list, bundle, run).
 func skillCommand(e *env) *cli.Command {
-	return &cli.Command{Name: "skill", Usage: "validate, inspect, bundle and run Agent Skills"}
+	return &cli.Command{
+		Name:  "skill",
+		Usage: "validate, inspect, bundle and run Agent Skills",
+		Description: `A skill is a folder with SKILL.md (Agent Skills format), scripts and an
+optional sandbox.yaml manifest. See docs/skills.md.
+
+Exit codes of "skill run": 0 ok, 1 skillrun error, 2 bad input or usage,
+3 skill failed, 4 timeout, 5 out of memory, 6 policy refusal, 7 output limit.`,
+		Subcommands: []*cli.Command{
+			skillValidateCommand(e),
+			skillInspectCommand(e),
+			skillListCommand(e),
+			skillBundleCommand(e),
+			skillRunCommand(e),
+		},
+	}
 }
+
+// failCode reports err once, like env.report does, and makes the process
+// exit with code.
+func (e *env) failCode(code int, err error) error {
+	msg := err.Error()
+	e.log.Error(msg)
+	if !e.logToStderr {
+		fmt.Fprintln(e.stderr, msg)
+	}
+	return exitCodeError{code}
+}
+
+// usageError reports a usage problem (exit 2).
+func (e *env) usageError(format string, a ...any) error {
+	return e.failCode(skill.ExitBadInput, fmt.Errorf(format, a...))
+}
+
+// loadSkill loads the skill named by the command's only argument; an
+// invalid skill is bad input (exit 2).
+func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
+	if c.NArg() != 1 {
+		return nil, e.usageError("%s: requires exactly 1 argument, the skill folder", c.Command.FullName())
+	}
+	sk, err := spec.Load(c.Args().First())
+	if err != nil {
+		return nil, e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %s", c.Args().First(), strings.ReplaceAll(err.Error(), "\n", "; ")))
+	}
+	return sk, nil
+}
+
+// policyFlags are the operator's grants and overrides, shared by bundle
+// and run.
+func policyFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "network", Value: "none", Usage: "network grant: none (loopback only) or host (FULL host network, unfiltered)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 256Mi (default: manifest, else 512Mi)"},
+		&cli.Float64Flag{Name: "cpus", Usage: "CPU quota in cores (default: manifest, else 1)"},
+		&cli.Int64Flag{Name: "pids", Usage: "task limit (default: manifest, else 128)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 10s (default: manifest, else 30s)"},
+		&cli.StringFlag{Name: "scratch", Usage: "size of the /tmp scratch tmpfs and max file size (default: manifest, else 64Mi)"},
+		&cli.StringFlag{Name: "output-limit", Usage: "cap on stdout and stderr each; the skill is killed past it (default: manifest, else 1Mi)"},
+		&cli.StringSliceFlag{Name: "env", Usage: "grant an environment variable: K=V, or K to pass the caller's value of K (repeatable)"},
+		&cli.StringFlag{Name: "workspace", Usage: "host folder bound writable at /workspace"},
+	}
+}
+
+// policyOptions reads the policy flags.
+func (e *env) policyOptions(c *cli.Context) (skill.Options, error) {
+	o := skill.Options{
+		Network:   c.String("network"),
+		CPUs:      c.Float64("cpus"),
+		Pids:      c.Int64("pids"),
+		Timeout:   c.Duration("timeout"),
+		Workspace: c.String("workspace"),
+		Warn:      func(m string) { e.log.Warn(m) },
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{{"memory", &o.Memory}, {"scratch", &o.Scratch}, {"output-limit", &o.OutputLimit}} {
+		if v := c.String(f.name); v != "" {
+			if *f.dst, err = spec.ParseBytes(v); err != nil {
+				return o, e.usageError("--%s: %v", f.name, err)
+			}
+		}
+	}
+	if c.IsSet("timeout") && o.Timeout <= 0 {
+		return o, e.usageError("--timeout: must be positive")
+	}
+	if c.IsSet("cpus") && o.CPUs <= 0 {
+		return o, e.usageError("--cpus: must be positive")
+	}
+	if c.IsSet("pids") && o.Pids <= 1 {
+		return o, e.usageError("--pids: must be at least 2")
+	}
+	for _, kv := range c.StringSlice("env") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			// K alone: the operator explicitly passes the caller's value.
+			val, present := os.LookupEnv(k)
+			if !present {
+				return o, e.usageError("--env %s: not set in the caller's environment (use K=V)", k)
+			}
+			v = val
+		}
+		if k == "" {
+			return o, e.usageError("--env %q: empty name", kv)
+		}
+		if o.Env == nil {
+			o.Env = map[string]string{}
+		}
+		o.Env[k] = v
+	}
+	return o, nil
+}
+
+// isPolicy reports whether err is a policy refusal.
+func isPolicy(err error) bool { return errors.Is(err, spec.ErrPolicy) }
+
+// humanBytes formats a size for people.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func sortedKeys(m map[string]string) []string {
+	k := make([]string, 0, len(m))
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+

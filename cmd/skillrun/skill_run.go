@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/runtime/skill"
+)
+
+// maxInput bounds the input document read from a flag, file or stdin.
+const maxInput = 16 << 20
+
+func skillRunCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a skill in the sandbox: JSON input in, one JSON result out",
+		ArgsUsage: "DIR",
+		Description: `Input comes from --input, --input-file, or stdin (when it is not a
+terminal); none means {}. stdout carries only the result.
+
+Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
+4 timeout, 5 out of memory, 6 policy refusal, 7 output limit.`,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "input JSON object"},
+			&cli.StringFlag{Name: "input-file", Usage: "read the input JSON from this file ('-' for stdin)"},
+			&cli.StringFlag{Name: "format", Value: "json", Usage: "result format: json or text"},
+		}, policyFlags()...),
+		Action: func(c *cli.Context) error {
+			format := c.String("format")
+			if format != "json" && format != "text" {
+				return e.usageError("--format: %q is not json or text", format)
+			}
+			sk, err := e.loadSkill(c)
+			if err != nil {
+				return err
+			}
+			opts, err := e.policyOptions(c)
+			if err != nil {
+				return err
+			}
+			input, err := e.readInput(c)
+			if err != nil {
+				return err
+			}
+			rt, err := e.engine(c)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			res, err := skill.Run(ctx, rt, sk, input, opts)
+			if err != nil {
+				if skill.IsInputError(err) {
+					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+				}
+				return fmt.Errorf("skill run %q: %w", sk.Name, err)
+			}
+			if err := writeResult(e.stdout, res, format); err != nil {
+				return err
+			}
+			if code := res.ProcessExitCode(); code != 0 {
+				return exitCodeError{code}
+			}
+			return nil
+		},
+	}
+}
+
+// readInput returns the input document from --input, --input-file or
+// stdin.
+func (e *env) readInput(c *cli.Context) ([]byte, error) {
+	if c.IsSet("input") && c.IsSet("input-file") {
+		return nil, e.usageError("--input and --input-file are exclusive")
+	}
+	if c.IsSet("input") {
+		return []byte(c.String("input")), nil
+	}
+	var r io.Reader
+	name := "stdin"
+	switch f := c.String("input-file"); f {
+	case "":
+		if isTerminal(e.stdin) {
+			return nil, nil
+		}
+		r = e.stdin
+	case "-":
+		r = e.stdin
+	default:
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, e.usageError("--input-file: %v", err)
+		}
+		defer fh.Close()
+		r, name = fh, f
+	}
+	if r == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, e.usageError("input: read %s: %v", name, err)
+	}
+	if len(b) > maxInput {
+		return nil, e.usageError("input: %s is larger than %d bytes", name, maxInput)
+	}
+	return b, nil
+}
+
+// isTerminal reports whether r is a character device (a terminal): then
+// there is no piped input to wait for.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok || f == nil {
+		return r == nil
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// writeResult prints the result as JSON or as text for people.
+func writeResult(w io.Writer, res *skill.Result, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(res)
+	}
+	var b strings.Builder
+	status := "ok"
+	if !res.OK {
+		status = "FAILED"
+		if res.StoppedReason != "" {
+			status = "STOPPED (" + res.StoppedReason + ")"
+		}
+	}
+	fmt.Fprintf(&b, "%s: %s, exit %d, %d ms wall, %d ms cpu, peak %s\n", res.Skill, status, res.ExitCode,
+		res.Usage.WallMS, res.Usage.CPUMS, humanBytes(res.Usage.PeakMemoryBytes))
+	if res.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", res.Error)
+	}
+	switch o := res.Output.(type) {
+	case json.RawMessage:
+		fmt.Fprintf(&b, "output: %s\n", o)
+	case string:
+		if o != "" {
+			fmt.Fprintf(&b, "output:\n%s\n", strings.TrimRight(o, "\n"))
+		}
+	}
+	if s := strings.TrimRight(res.Stderr, "\n"); s != "" {
+		fmt.Fprintf(&b, "stderr:\n%s\n", s)
+	}
+	l := res.Limits
+	fmt.Fprintf(&b, "limits: network=%s timeout=%dms output=%s scratch=%s", l.Network, l.TimeoutMS, humanBytes(l.OutputBytes), humanBytes(l.ScratchBytes))
+	if l.MemoryBytes != nil {
+		fmt.Fprintf(&b, " memory=%s cpus=%g pids=%d", humanBytes(*l.MemoryBytes), *l.CPUs, *l.Pids)
+	}
+	if len(l.NotEnforced) > 0 {
+		fmt.Fprintf(&b, " (not enforced: %s)", strings.Join(l.NotEnforced, ","))
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+

@@ -1,0 +1,162 @@
+package skill
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Process exit codes of `skillrun skill run`, one per outcome.
+const (
+	// ExitOK: the skill ran and exited 0.
+	ExitOK = 0
+	// ExitError: skillrun itself failed (runtime error, unreadable skill).
+	ExitError = 1
+	// ExitBadInput: bad usage, invalid skill, or input that does not
+	// match the skill's schema; nothing ran.
+	ExitBadInput = 2
+	// ExitSkillFailed: the skill ran and exited non-zero or was killed by
+	// a signal it did not get from skillrun.
+	ExitSkillFailed = 3
+	// ExitTimeout: the wall-clock limit was reached; the container was
+	// killed.
+	ExitTimeout = 4
+	// ExitOOM: the skill ran out of memory (cgroup OOM kill).
+	ExitOOM = 5
+	// ExitPolicy: the skill needs something the operator did not grant;
+	// nothing ran.
+	ExitPolicy = 6
+	// ExitOutputLimit: the skill wrote more than the output cap; the
+	// container was killed.
+	ExitOutputLimit = 7
+)
+
+// Stopped reasons reported in Result.StoppedReason.
+const (
+	StoppedTimeout     = "timeout"
+	StoppedMemory      = "memory"
+	StoppedPids        = "pids"
+	StoppedOutputLimit = "output_limit"
+	StoppedPolicy      = "policy"
+	StoppedSignal      = "signal"
+)
+
+// Result is the outcome of one skill run, printed as JSON by
+// `skillrun skill run`.
+type Result struct {
+	// OK is true when the skill ran and exited 0.
+	OK bool `json:"ok"`
+	// Skill is the skill's name.
+	Skill string `json:"skill"`
+	// ExitCode is the skill's exit status (128+N when killed by signal N),
+	// -1 when it did not run.
+	ExitCode int `json:"exit_code"`
+	// Output is stdout parsed as JSON when it is JSON, else the raw text.
+	Output any `json:"output"`
+	// Stderr is the tail of the skill's stderr.
+	Stderr string `json:"stderr"`
+	// StoppedReason says why skillrun stopped or refused the skill:
+	// timeout, memory, pids, output_limit, policy, signal or "".
+	StoppedReason string `json:"stopped_reason"`
+	// Error explains a refusal or a stop in words.
+	Error string `json:"error,omitempty"`
+	// Usage is what the run consumed.
+	Usage Usage `json:"usage"`
+	// Limits are the limits that were really applied.
+	Limits Limits `json:"limits"`
+	// Warnings are grants beyond the manifest and limits not enforced.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Usage is the resources a run consumed.
+type Usage struct {
+	WallMS          int64 `json:"wall_ms"`
+	CPUMS           int64 `json:"cpu_ms"`
+	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
+}
+
+// Limits are the limits applied to a run. Cgroup limits are null when the
+// host did not let the runtime apply them (rootless without delegated
+// cgroups); NotEnforced names them.
+type Limits struct {
+	// Cgroups is true when the container had its own cgroups.
+	Cgroups bool `json:"cgroups"`
+	// MemoryBytes is the memory (and memory+swap) limit.
+	MemoryBytes *int64 `json:"memory_bytes"`
+	// CPUs is the CPU quota in cores.
+	CPUs *float64 `json:"cpus"`
+	// Pids is the task limit.
+	Pids *int64 `json:"pids"`
+	// TimeoutMS is the wall-clock limit (always enforced).
+	TimeoutMS int64 `json:"timeout_ms"`
+	// OutputBytes caps stdout and stderr each (always enforced).
+	OutputBytes int64 `json:"output_bytes"`
+	// ScratchBytes is the size of the /tmp tmpfs (always enforced).
+	ScratchBytes int64 `json:"scratch_bytes"`
+	// FileSizeBytes is RLIMIT_FSIZE.
+	FileSizeBytes int64 `json:"file_size_bytes"`
+	// OpenFiles is RLIMIT_NOFILE.
+	OpenFiles uint64 `json:"open_files"`
+	// Network is "none" (loopback only) or "host" (full host network).
+	Network string `json:"network"`
+	// Workspace is true when a host folder was bound writable.
+	Workspace bool `json:"workspace"`
+	// NotEnforced lists the requested limits the host did not apply.
+	NotEnforced []string `json:"not_enforced,omitempty"`
+}
+
+// ProcessExitCode maps a result to the documented process exit code.
+func (r *Result) ProcessExitCode() int {
+	switch r.StoppedReason {
+	case StoppedTimeout:
+		return ExitTimeout
+	case StoppedMemory:
+		return ExitOOM
+	case StoppedPolicy:
+		return ExitPolicy
+	case StoppedOutputLimit:
+		return ExitOutputLimit
+	}
+	if r.OK {
+		return ExitOK
+	}
+	return ExitSkillFailed
+}
+
+// InputError is a bad input: not JSON, not an object, or not matching the
+// skill's schema. Nothing ran.
+type InputError struct{ Err error }
+
+// Error implements error.
+func (e *InputError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *InputError) Unwrap() error { return e.Err }
+
+// IsInputError reports whether err is (or wraps) an *InputError.
+func IsInputError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}
+
+// parseOutput returns stdout as JSON when it is a JSON document, else as
+// a string.
+func parseOutput(b []byte) any {
+	trimmed := trimSpace(b)
+	if len(trimmed) > 0 && json.Valid(trimmed) {
+		return json.RawMessage(trimmed)
+	}
+	return string(b)
+}
+
+func trimSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && isSpace(b[i]) {
+		i++
+	}
+	for j > i && isSpace(b[j-1]) {
+		j--
+	}
+	return b[i:j]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }

@@ -1,0 +1,466 @@
+package skill
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/spec"
+)
+
+// StderrTail is how many bytes of stderr the Result keeps (the end).
+const StderrTail = 4096
+
+// Options are the operator's grants and overrides for one run. Zero
+// values mean "the manifest's value, else the default".
+type Options struct {
+	// Network is "none" or "host"; anything else is refused (per-host
+	// allowlists are not implemented).
+	Network string
+	// Memory, CPUs, Pids, Timeout, Scratch and OutputLimit override the
+	// manifest's limits.
+	Memory      int64
+	CPUs        float64
+	Pids        int64
+	Timeout     time.Duration
+	Scratch     int64
+	OutputLimit int64
+	// Env grants environment variables.
+	Env map[string]string
+	// Workspace is a host folder bound writable at /workspace.
+	Workspace string
+	// TempDir is where the private bundle folder is made (default
+	// os.TempDir()).
+	TempDir string
+	// Platform is the spec platform (default "linux").
+	Platform string
+	// ID is the container ID (default "skill-NAME-RANDOM").
+	ID string
+	// Warn receives warnings (grants beyond the manifest); nil discards.
+	Warn func(string)
+}
+
+var (
+	errTimeout     = errors.New("wall-clock timeout")
+	errOutputLimit = errors.New("output limit exceeded")
+)
+
+// Run runs skill sk with input (a JSON object; empty means {}) through rt.
+// A policy refusal is a Result with StoppedReason "policy", not an error;
+// bad input is an *InputError; other errors are skillrun failures. The
+// bundle folder and the container are always removed.
+func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, opts Options) (*Result, error) {
+	obj, err := sk.ValidateInput(input)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	argv, err := sk.Argv(obj)
+	if err != nil {
+		return nil, &InputError{Err: err}
+	}
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("{}")
+	}
+	platform := opts.Platform
+	if platform == "" {
+		platform = "linux"
+	}
+	uid, gid := HostID(sk.Dir)
+	sopts := specOptions(opts, uid, gid, argv)
+	res := &Result{Skill: sk.Name, ExitCode: -1}
+	policy, err := spec.Resolve(sk, sopts...)
+	if err != nil {
+		var pe *spec.PolicyError
+		if errors.As(err, &pe) {
+			res.StoppedReason, res.Error = StoppedPolicy, pe.Error()
+			return res, nil
+		}
+		return nil, &InputError{Err: err}
+	}
+	if policy.Workspace != "" {
+		fi, err := os.Stat(policy.Workspace)
+		if err != nil || !fi.IsDir() {
+			return nil, &InputError{Err: fmt.Errorf("--workspace: %q is not a folder", opts.Workspace)}
+		}
+	}
+	for _, w := range policy.Warnings {
+		res.Warnings = append(res.Warnings, w)
+		if opts.Warn != nil {
+			opts.Warn(w)
+		}
+	}
+
+	dir, err := os.MkdirTemp(opts.TempDir, "skillrun-"+sk.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+
+	id := opts.ID
+	if id == "" {
+		id = newID(sk.Name)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, policy.Timeout, errTimeout)
+	defer cancelTimeout()
+	over := func() { cancel(errOutputLimit) }
+	stdout := &capWriter{limit: policy.Output, over: over}
+	stderr := &capWriter{limit: policy.Output, over: over}
+	var info runtime.ExitInfo
+	start := time.Now()
+	status, runErr := rt.Run(runCtx, id, runtime.RunOpts{
+		CreateOpts: runtime.CreateOpts{
+			Bundle: dir,
+			Spec:   sp,
+			Stdio:  runtime.Stdio{Stdin: bytes.NewReader(input), Stdout: stdout, Stderr: stderr},
+		},
+		Exit: &info,
+	})
+	wall := time.Since(start)
+	cause := context.Cause(runCtx)
+	interrupted := false
+	if runErr != nil {
+		// Belt and braces: Run deletes the container, but a failure
+		// half-way may leave state behind.
+		_ = rt.Delete(context.Background(), id, true)
+		switch {
+		case errors.Is(cause, errTimeout), errors.Is(cause, errOutputLimit):
+			// We stopped it; reported below.
+		case ctx.Err() != nil:
+			interrupted = true
+		default:
+			return nil, fmt.Errorf("run skill %q: %w", sk.Name, runErr)
+		}
+	}
+	if info.Status == 0 && status != 0 {
+		info.Status = status
+	}
+	res.ExitCode = info.Status
+	res.Output = parseOutput(stdout.Bytes())
+	res.Stderr = tail(stderr.Bytes())
+	fillUsage(res, &info, wall)
+	fillLimits(res, policy, &info)
+	switch {
+	case interrupted:
+		res.StoppedReason = StoppedSignal
+		res.Error = "interrupted: " + context.Cause(ctx).Error()
+	case errors.Is(cause, errTimeout):
+		res.StoppedReason = StoppedTimeout
+		res.Error = fmt.Sprintf("killed after the %s wall-clock limit", policy.Timeout)
+	case errors.Is(cause, errOutputLimit):
+		res.StoppedReason = StoppedOutputLimit
+		res.Error = fmt.Sprintf("killed: wrote more than the %d-byte output limit", policy.Output)
+	case info.OOMKilled:
+		res.StoppedReason = StoppedMemory
+		res.Error = fmt.Sprintf("killed: out of memory (limit %d bytes)", policy.Memory)
+	case info.Status != 0 && info.Cgroups && looksLikePidsLimit(stderr.Bytes()):
+		res.StoppedReason = StoppedPids
+		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
+	case info.Signal != 0:
+		res.StoppedReason = StoppedSignal
+		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
+	}
+	res.OK = res.StoppedReason == "" && res.ExitCode == 0
+	return res, nil
+}
+
+// Bundle writes the bundle that runs sk with opts (and argv, the
+// arguments derived from the input) into dir, which must be empty or
+// missing, so that `skillrun run dir` runs the skill. As root, dir is
+// handed to the host user the sandbox maps to. It returns the policy.
+func Bundle(dir string, sk *spec.Skill, argv []string, opts Options) (*spec.Policy, error) {
+	platform := opts.Platform
+	if platform == "" {
+		platform = "linux"
+	}
+	uid, gid := HostID(sk.Dir)
+	sopts := specOptions(opts, uid, gid, argv)
+	policy, err := spec.Resolve(sk, sopts...)
+	if err != nil {
+		if errors.Is(err, spec.ErrPolicy) {
+			return nil, err
+		}
+		return nil, &InputError{Err: err}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	} else if len(ents) > 0 {
+		return nil, &InputError{Err: fmt.Errorf("bundle folder %q is not empty", dir)}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	if _, err := writeBundle(abs, sk, platform, sopts, uid, gid); err != nil {
+		return nil, err
+	}
+	return policy, nil
+}
+
+// specOptions turns the operator's options into spec options.
+func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
+	return []spec.Option{
+		spec.WithNetwork(opts.Network), spec.WithMemory(opts.Memory), spec.WithCPUs(opts.CPUs),
+		spec.WithPids(opts.Pids), spec.WithTimeout(opts.Timeout), spec.WithScratch(opts.Scratch),
+		spec.WithOutputLimit(opts.OutputLimit), spec.WithEnv(opts.Env), spec.WithWorkspace(opts.Workspace),
+		spec.WithHostID(uid, gid), spec.WithArgs(argv...),
+	}
+}
+
+// writeBundle generates the spec and writes the bundle into the existing,
+// empty folder dir. As root it gives dir to uid/gid (the sandbox's root
+// must reach rootfs; dir stays 0700) and, when the skill is not readable
+// by them, binds a copy they own.
+func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Option, uid, gid uint32) (*specs.Spec, error) {
+	if os.Geteuid() == 0 && platform == "linux" {
+		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+			return nil, fmt.Errorf("bundle folder: %w", err)
+		}
+		if !readableBy(sk.Dir, uid, gid) {
+			cp := filepath.Join(dir, "skill")
+			if err := copyTree(sk.Dir, cp, uid, gid); err != nil {
+				return nil, fmt.Errorf("copy skill %q: %w", sk.Name, err)
+			}
+			c := *sk
+			c.Dir = cp
+			sk = &c
+		}
+	}
+	sp, err := spec.Generate(sk, platform, append(sopts, spec.WithBundleDir(dir))...)
+	if err != nil {
+		return nil, fmt.Errorf("generate spec for %q: %w", sk.Name, err)
+	}
+	if err := spec.WriteBundle(dir, sp); err != nil {
+		return nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+	}
+	return sp, nil
+}
+
+// looksLikePidsLimit recognises the errors interpreters print when fork or
+// thread creation fails with EAGAIN, the pids controller's error.
+func looksLikePidsLimit(stderr []byte) bool {
+	s := string(stderr)
+	for _, m := range []string{"Resource temporarily unavailable", "can't start new thread", "fork: retry", "EAGAIN"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func fillUsage(res *Result, info *runtime.ExitInfo, wall time.Duration) {
+	w := info.Wall
+	if w == 0 {
+		w = wall
+	}
+	res.Usage = Usage{
+		WallMS:          w.Milliseconds(),
+		CPUMS:           (info.UserCPU + info.SysCPU).Milliseconds(),
+		PeakMemoryBytes: info.MaxRSS,
+	}
+}
+
+func fillLimits(res *Result, p *spec.Policy, info *runtime.ExitInfo) {
+	l := Limits{
+		Cgroups:       info.Cgroups,
+		TimeoutMS:     p.Timeout.Milliseconds(),
+		OutputBytes:   p.Output,
+		ScratchBytes:  p.Scratch,
+		FileSizeBytes: p.Scratch,
+		OpenFiles:     p.NoFile,
+		Network:       p.Network,
+		Workspace:     p.Workspace != "",
+	}
+	if info.Cgroups {
+		mem, cpus, pids := p.Memory, p.CPUs, p.Pids
+		l.MemoryBytes, l.CPUs, l.Pids = &mem, &cpus, &pids
+	} else {
+		l.NotEnforced = []string{"memory", "cpus", "pids"}
+		res.Warnings = append(res.Warnings, "memory, cpu and pids limits were not enforced: no cgroups available to the runtime")
+	}
+	res.Limits = l
+}
+
+// HostID picks the host user and group the sandbox's only user maps to:
+// the caller's own IDs when not root; as root, the skill folder's owner
+// when that is not root, else nobody (65534).
+func HostID(dir string) (uint32, uint32) {
+	if os.Geteuid() != 0 {
+		return uint32(os.Geteuid()), uint32(os.Getegid())
+	}
+	const nobody = 65534
+	if fi, err := os.Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+			gid := st.Gid
+			if gid == 0 {
+				gid = nobody
+			}
+			return st.Uid, gid
+		}
+	}
+	return nobody, nobody
+}
+
+// readableBy reports whether uid/gid can read every file and search every
+// folder of the tree at dir (by permission bits; no ACLs). It stops at the
+// first failure.
+func readableBy(dir string, uid, gid uint32) bool {
+	ok := true
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			ok = false
+			return fs.SkipAll
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			ok = false
+			return fs.SkipAll
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		need := os.FileMode(0o4)
+		if d.IsDir() {
+			need = 0o5
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case st != nil && st.Uid == uid:
+			perm >>= 6
+		case st != nil && st.Gid == gid:
+			perm >>= 3
+		}
+		if perm&need != need {
+			ok = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok
+}
+
+// copyTree copies regular files and folders of src to dst, owned by
+// uid/gid, keeping the execute bits. Symlinks are skipped: a skill's
+// links cannot point outside the skill in the sandbox anyway.
+func copyTree(src, dst string, uid, gid uint32) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case d.Type().IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := copyFile(p, target, 0o644|fi.Mode().Perm()&0o111); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+		return os.Lchown(target, int(uid), int(gid))
+	})
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// newID returns "skill-NAME-RANDOM", a valid container ID.
+func newID(name string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "skill-" + name + "-" + hex.EncodeToString(b[:])
+}
+
+// capWriter keeps what is written up to limit bytes; the first write past
+// the limit calls over (which cancels the run). Writes never fail, so the
+// runtime's copier does not see EPIPE.
+type capWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	limit int64
+	n     int64
+	over  func()
+	fired bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n += int64(len(p))
+	if room := w.limit - int64(len(w.buf)); room > 0 {
+		if int64(len(p)) > room {
+			w.buf = append(w.buf, p[:room]...)
+		} else {
+			w.buf = append(w.buf, p...)
+		}
+	}
+	if w.n > w.limit && !w.fired {
+		w.fired = true
+		w.over()
+	}
+	return len(p), nil
+}
+
+// Bytes returns what was kept.
+func (w *capWriter) Bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf
+}
+
+// tail returns the last StderrTail bytes, cut at a rune boundary.
+func tail(b []byte) string {
+	if len(b) > StderrTail {
+		b = b[len(b)-StderrTail:]
+		for len(b) > 0 && !utf8.RuneStart(b[0]) {
+			b = b[1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
