@@ -192,7 +192,7 @@ func (c *containerd) stop() {
 	if ents, err := os.ReadDir(c.runcRoot()); err == nil {
 		real := runtimeUnderTest(t)
 		for _, e := range ents {
-			t.Logf("cleanup: runtime state %s/%s left behind, force-deleting", c.runcRoot(), e.Name())
+			t.Logf("cleanup: %s/%s left in the runtime's state root; `delete --force` it, then remove the root", c.runcRoot(), e.Name())
 			runCmd(ctx, cmdSpec{env: os.Environ()}, real, "--root", c.runcRoot(), "delete", "--force", e.Name())
 		}
 		if err := os.RemoveAll(c.runcRoot()); err != nil {
@@ -465,8 +465,17 @@ func TestContainerdCtr(t *testing.T) {
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
+		// runc leaves the per-namespace root empty once its containers are deleted.
 		for _, e := range ents {
-			t.Errorf("runtime state root %s still holds %q after every container was deleted", c.runcRoot(), e.Name())
+			var inside []string
+			_ = filepath.WalkDir(filepath.Join(c.runcRoot(), e.Name()), func(p string, _ os.DirEntry, err error) error {
+				if err == nil {
+					inside = append(inside, strings.TrimPrefix(p, c.runcRoot()+"/"))
+				}
+				return nil
+			})
+			t.Errorf("runtime state root %s (the shim's --root, shared by every container of namespace %s) still holds %q after every container was deleted; contents: %v",
+				c.runcRoot(), c.ns, e.Name(), inside)
 		}
 	})
 }
