@@ -54,7 +54,12 @@ func (e *env) usageError(format string, a ...any) error {
 // invalid skill is bad input (exit 2).
 func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 	if c.NArg() != 1 {
-		return nil, e.usageError("%s: requires exactly 1 argument, the skill folder", c.Command.FullName())
+		for _, a := range c.Args().Slice()[min(1, c.NArg()):] {
+			if strings.HasPrefix(a, "-") {
+				return nil, e.usageError("%s: flag %s after the skill folder: flags go before DIR", "skill "+c.Command.Name, a)
+			}
+		}
+		return nil, e.usageError("%s: requires exactly 1 argument, the skill folder", "skill "+c.Command.Name)
 	}
 	sk, err := spec.Load(c.Args().First())
 	if err != nil {

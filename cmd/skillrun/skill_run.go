@@ -156,6 +156,10 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 		fmt.Fprintf(&b, "stderr:\n%s\n", s)
 	}
 	l := res.Limits
+	if l == nil {
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "limits: network=%s timeout=%dms output=%s scratch=%s", l.Network, l.TimeoutMS, humanBytes(l.OutputBytes), humanBytes(l.ScratchBytes))
 	if l.MemoryBytes != nil {
 		fmt.Fprintf(&b, " memory=%s cpus=%g pids=%d", humanBytes(*l.MemoryBytes), *l.CPUs, *l.Pids)

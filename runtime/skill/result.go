@@ -61,8 +61,9 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Usage is what the run consumed.
 	Usage Usage `json:"usage"`
-	// Limits are the limits that were really applied.
-	Limits Limits `json:"limits"`
+	// Limits are the limits that were really applied (absent when the
+	// skill did not run).
+	Limits *Limits `json:"limits,omitempty"`
 	// Warnings are grants beyond the manifest and limits not enforced.
 	Warnings []string `json:"warnings,omitempty"`
 }

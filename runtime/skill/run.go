@@ -80,7 +80,13 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	if platform == "" {
 		platform = "linux"
 	}
-	uid, gid := HostID(sk.Dir)
+	ws := opts.Workspace
+	if ws != "" {
+		if abs, err := filepath.Abs(ws); err == nil {
+			ws = abs
+		}
+	}
+	uid, gid := HostID(sk.Dir, ws)
 	sopts := specOptions(opts, uid, gid, argv)
 	res := &Result{Skill: sk.Name, ExitCode: -1}
 	policy, err := spec.Resolve(sk, sopts...)
@@ -93,9 +99,8 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 		return nil, &InputError{Err: err}
 	}
 	if policy.Workspace != "" {
-		fi, err := os.Stat(policy.Workspace)
-		if err != nil || !fi.IsDir() {
-			return nil, &InputError{Err: fmt.Errorf("--workspace: %q is not a folder", opts.Workspace)}
+		if err := checkWorkspace(policy.Workspace, uid, gid); err != nil {
+			return nil, &InputError{Err: err}
 		}
 	}
 	for _, w := range policy.Warnings {
@@ -193,7 +198,7 @@ func Bundle(dir string, sk *spec.Skill, argv []string, opts Options) (*spec.Poli
 	if platform == "" {
 		platform = "linux"
 	}
-	uid, gid := HostID(sk.Dir)
+	uid, gid := HostID(sk.Dir, opts.Workspace)
 	sopts := specOptions(opts, uid, gid, argv)
 	policy, err := spec.Resolve(sk, sopts...)
 	if err != nil {
@@ -201,6 +206,11 @@ func Bundle(dir string, sk *spec.Skill, argv []string, opts Options) (*spec.Poli
 			return nil, err
 		}
 		return nil, &InputError{Err: err}
+	}
+	if policy.Workspace != "" {
+		if err := checkWorkspace(policy.Workspace, uid, gid); err != nil {
+			return nil, &InputError{Err: err}
+		}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("bundle folder: %w", err)
@@ -301,27 +311,58 @@ func fillLimits(res *Result, p *spec.Policy, info *runtime.ExitInfo) {
 		l.NotEnforced = []string{"memory", "cpus", "pids"}
 		res.Warnings = append(res.Warnings, "memory, cpu and pids limits were not enforced: no cgroups available to the runtime")
 	}
-	res.Limits = l
+	res.Limits = &l
 }
 
 // HostID picks the host user and group the sandbox's only user maps to:
-// the caller's own IDs when not root; as root, the skill folder's owner
-// when that is not root, else nobody (65534).
-func HostID(dir string) (uint32, uint32) {
+// the caller's own IDs when not root. As root (never mapped to host root):
+// the workspace folder's owner when it is not root, else the skill
+// folder's owner when it is not root, else nobody (65534).
+func HostID(skillDir, workspace string) (uint32, uint32) {
 	if os.Geteuid() != 0 {
 		return uint32(os.Geteuid()), uint32(os.Getegid())
 	}
 	const nobody = 65534
-	if fi, err := os.Stat(dir); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
-			gid := st.Gid
-			if gid == 0 {
-				gid = nobody
+	for _, dir := range []string{workspace, skillDir} {
+		if dir == "" {
+			continue
+		}
+		if fi, err := os.Stat(dir); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+				gid := st.Gid
+				if gid == 0 {
+					gid = nobody
+				}
+				return st.Uid, gid
 			}
-			return st.Uid, gid
 		}
 	}
 	return nobody, nobody
+}
+
+// checkWorkspace makes sure the workspace is a folder the sandbox's host
+// user can write: a bind mount does not change ownership, and a skill
+// that cannot write its workspace fails late and obscurely.
+func checkWorkspace(dir string, uid, gid uint32) error {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("--workspace: %q is not a folder", dir)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case st.Uid == uid:
+		perm >>= 6
+	case st.Gid == gid:
+		perm >>= 3
+	}
+	if perm&0o3 != 0o3 {
+		return fmt.Errorf("--workspace: %q is not writable by host uid %d, the sandbox's user (chown it to that user, or, as root, use a folder owned by a non-root user)", dir, uid)
+	}
+	return nil
 }
 
 // readableBy reports whether uid/gid can read every file and search every
