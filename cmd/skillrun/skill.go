@@ -159,4 +159,3 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(k)
 	return k
 }
-

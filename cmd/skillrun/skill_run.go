@@ -171,4 +171,3 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
-
