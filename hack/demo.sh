@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Runs every example skill through `BIN skill run` and prints one compact
+# line per run: as the calling user (root or rootless), and, when run by
+# root and the unprivileged user skillrun-test exists (hack/ensure-test-user.sh),
+# again as that user, rootless.
+#
+#   hack/demo.sh [BIN]      (default: bin/skillrun)
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$here/bin/skillrun}
+case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
+if [ ! -x "$bin" ]; then
+	echo "demo: $bin is not an executable (build it with make)" >&2
+	exit 1
+fi
+skills=$here/examples/skills
+user=${SKILLRUN_TEST_USER:-skillrun-test}
+failures=0
+
+# summarize prints "ok/stopped  wall  peak  output" from a result on stdin.
+summarize() {
+	python3 -c '
+import json, sys
+raw = sys.stdin.read()
+try:
+    r = json.loads(raw)
+except ValueError:
+    print("  (no JSON result) " + raw[:200].replace("\n", " "))
+    sys.exit(0)
+out = r.get("output")
+out = json.dumps(out, separators=(",", ":")) if not isinstance(out, str) else out
+if r.get("error"):
+    out = r["error"]
+lim = r.get("limits") or {}
+enforced = "cgroups" if lim.get("cgroups") else ("no cgroups" if lim else "-")
+status = "ok" if r["ok"] else (r.get("stopped_reason") or "failed")
+u = r["usage"]
+print("  %-12s %5d ms %6.1f MiB  [%s]  %s" % (status, u["wall_ms"], u["peak_memory_bytes"] / 2**20, enforced, out[:100]))
+'
+}
+
+# run_as LABEL CMD... runs one example and checks its exit code.
+run_one() {
+	local want=$1 name=$2
+	shift 2
+	printf '%-15s' "$name"
+	local out rc
+	out=$("$@" 2>/tmp/skillrun-demo.err.$$)
+	rc=$?
+	if ! printf '%s' "$out" | summarize; then
+		failures=$((failures + 1))
+	fi
+	if [ "$rc" -ne "$want" ]; then
+		echo "  !! exit code $rc, expected $want: $(tail -n 3 /tmp/skillrun-demo.err.$$)"
+		failures=$((failures + 1))
+	fi
+	rm -f /tmp/skillrun-demo.err.$$
+}
+
+# demo PREFIX... runs every example with the command prefix (empty, or
+# runuser ... for the unprivileged user).
+demo() {
+	local ws
+	ws=$(mktemp -d /tmp/skillrun-demo-ws.XXXXXX)
+	chmod 0755 "$ws"
+	if [ "$(id -u)" -eq 0 ]; then
+		# As root the sandbox maps to the workspace owner: give it one.
+		if [ $# -gt 0 ]; then chown "$user:" "$ws"; else chown 65534:65534 "$ws"; fi
+	fi
+	run_one 0 calculator "$@" "$bin" skill run --input '{"expression": "2 * (3 + 4) ** 2 / sqrt(16)"}' "$skills/calculator"
+	run_one 0 text-stats "$@" "$bin" skill run --input '{"text": "the quick brown fox jumps over the lazy dog\nthe end", "top": 2}' "$skills/text-stats"
+	run_one 0 csv-summary "$@" "$bin" skill run --input '{"data": "city,temp\nParis,20\nRome,25\nParis,22", "group_by": "city"}' "$skills/csv-summary"
+	run_one 0 json-transform "$@" "$bin" skill run --input '{"data": {"items": [{"name": "pen", "qty": 3}, {"name": "ink", "qty": 0}]}, "query": "[.items[] | select(.qty > 0) | .name]"}' "$skills/json-transform"
+	run_one 0 save-note "$@" "$bin" skill run --workspace "$ws" --input '{"path": "notes/demo.md", "content": "# written from the sandbox\n"}' "$skills/save-note"
+	if [ -f "$ws/notes/demo.md" ]; then
+		echo "               host sees $ws/notes/demo.md: $(head -c 40 "$ws/notes/demo.md")"
+	else
+		echo "  !! $ws/notes/demo.md was not written"
+		failures=$((failures + 1))
+	fi
+	run_one 6 fetch-url "$@" "$bin" skill run --input '{"url": "https://example.com"}' "$skills/fetch-url"
+	rm -rf "$ws"
+}
+
+echo "== skillrun skill run, as $(id -un) (uid $(id -u)$([ "$(id -u)" -ne 0 ] && echo ', rootless'))"
+demo
+if [ "$(id -u)" -eq 0 ]; then
+	if id "$user" >/dev/null 2>&1; then
+		uid=$(id -u "$user")
+		echo
+		echo "== skillrun skill run, as $user (uid $uid, rootless)"
+		demo runuser -u "$user" -- env XDG_RUNTIME_DIR="/run/user/$uid" HOME="$(getent passwd "$user" | cut -d: -f6)"
+	else
+		echo
+		echo "(rootless part skipped: no user $user; create it with hack/ensure-test-user.sh)"
+	fi
+fi
+echo
+if [ "$failures" -ne 0 ]; then
+	echo "demo: $failures unexpected result(s)" >&2
+	exit 1
+fi
+echo "demo: every example behaved as expected (fetch-url is refused by policy: it declares network hosts and none was granted)"
