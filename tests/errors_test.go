@@ -350,6 +350,7 @@ func TestConcurrentCreate(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	var problems []string
 	wins, winner := 0, -1
 	for i, res := range results {
 		switch {
@@ -358,20 +359,32 @@ func TestConcurrentCreate(t *testing.T) {
 			winner = i
 		case res.code == 1 && strings.Contains(res.stderr, "container with given ID already exists"):
 		default:
-			t.Errorf("create #%d: want success or %q\n%s", i, "container with given ID already exists", res)
+			problems = append(problems, fmt.Sprintf("create #%d: want success or %q\n%s", i, "container with given ID already exists", res))
 		}
 	}
 	if wins != 1 {
-		for _, res := range results {
-			t.Log(res)
-		}
-		t.Fatalf("%d of %d concurrent creates of %s succeeded, want exactly 1", wins, n, c.id)
+		problems = append(problems, fmt.Sprintf("%d of %d concurrent creates of %s succeeded, want exactly 1", wins, n, c.id))
 	}
-	c.stdout = fmt.Sprintf("%s.%d", c.stdout, winner)
-	st := c.state()
-	c.setPid(st.Pid)
-	if st.Status != "created" || !pidAlive(st.Pid) {
-		t.Fatalf("survivor: %+v alive=%v", st, pidAlive(st.Pid))
+	var st ociState
+	if winner >= 0 {
+		c.stdout = fmt.Sprintf("%s.%d", c.stdout, winner)
+		if res := r.run("state", c.id); res.code != 0 {
+			problems = append(problems, fmt.Sprintf("survivor lost its state\n%s", res))
+		} else {
+			json.Unmarshal([]byte(res.stdout), &st)
+			c.setPid(st.Pid)
+			if st.Status != "created" || !pidAlive(st.Pid) {
+				problems = append(problems, fmt.Sprintf("survivor inconsistent: %+v alive=%v", st, pidAlive(st.Pid)))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		if !info().skillrun {
+			// runc 1.1 has no per-ID lock: a loser can fail with "exec fifo
+			// ... already exists" and its cleanup destroys the winner.
+			t.Skipf("concurrent create race in %s (per-ID locking is required of skillrun only):\n%s", runtimeName, strings.Join(problems, "\n"))
+		}
+		t.Fatalf("concurrent create of one ID:\n%s", strings.Join(problems, "\n"))
 	}
 	if procs := c.cgroupFile("pids", "cgroup.procs"); procs != fmt.Sprint(st.Pid) {
 		t.Errorf("survivor's cgroup holds %q, want only its init %d (a loser leaked a process into it)", procs, st.Pid)

@@ -541,8 +541,27 @@ func (r *rt) track(c *container) {
 			_ = unix.Kill(c.pid, unix.SIGKILL)
 			waitPidGone(c.pid, 5*time.Second)
 		}
+		dirs := make([]string, 0, len(c.cgroups))
 		for _, d := range c.cgroups {
-			_ = os.Remove(d)
+			dirs = append(dirs, d)
+		}
+		if len(dirs) == 0 && isRoot() && c.id != "" {
+			dirs = cgroupDirsNamed(c.id) // never learned its pid: look
+		}
+		for _, d := range dirs {
+			if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(data)) {
+					if p, err := strconv.Atoi(f); err == nil && p > 1 {
+						_ = unix.Kill(p, unix.SIGKILL)
+					}
+				}
+			}
+			for i := 0; i < 50 && os.Remove(d) != nil; i++ {
+				if _, err := os.Stat(d); err != nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 		if r.root != "" {
 			_ = os.RemoveAll(filepath.Join(r.root, c.id))
@@ -917,8 +936,6 @@ func assertErrorLogged(t testing.TB, path, want string) string {
 	return msg
 }
 
-var _ = syscall.SIGKILL
-
 // isExec says whether argv is an exec call. runc exits 255, not 1, when exec
 // itself fails (so that a failure can be told from the process's status);
 // the suite accepts both for exec.
@@ -932,4 +949,11 @@ func isExec(argv []string) bool {
 		}
 	}
 	return false
+}
+
+func fileUID(fi os.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
 }
