@@ -537,7 +537,7 @@ func (r *rt) track(c *container) {
 	c.t.Cleanup(func() {
 		r.exec(runOpts{timeout: 20 * time.Second}, "kill", c.id, "KILL")
 		r.exec(runOpts{timeout: 20 * time.Second}, "delete", "--force", c.id)
-		if c.pid > 0 && pidAlive(c.pid) {
+		if c.pid > 1 && pidAlive(c.pid) && inOtherPidNS(c.pid) {
 			_ = unix.Kill(c.pid, unix.SIGKILL)
 			waitPidGone(c.pid, 5*time.Second)
 		}
@@ -549,9 +549,12 @@ func (r *rt) track(c *container) {
 			dirs = cgroupDirsNamed(c.id) // never learned its pid: look
 		}
 		for _, d := range dirs {
+			if filepath.Base(d) != c.id {
+				continue // only ever touch a cgroup named after the container
+			}
 			if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
 				for _, f := range strings.Fields(string(data)) {
-					if p, err := strconv.Atoi(f); err == nil && p > 1 {
+					if p, err := strconv.Atoi(f); err == nil && p > 1 && inOtherPidNS(p) {
 						_ = unix.Kill(p, unix.SIGKILL)
 					}
 				}
@@ -744,8 +747,19 @@ func waitPidGone(pid int, timeout time.Duration) bool {
 }
 
 // hostCgroups maps each cgroup v1 controller (and "unified") of pid to its
-// directory on the host.
+// directory on the host, leaving out every cgroup the test process itself
+// is in (a rootless container without cgroups shares ours).
 func hostCgroups(pid int) map[string]string {
+	m := rawCgroups(pid)
+	for k, v := range rawCgroups(os.Getpid()) {
+		if m[k] == v {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+func rawCgroups(pid int) map[string]string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return nil
@@ -956,4 +970,13 @@ func fileUID(fi os.FileInfo) int {
 		return int(st.Uid)
 	}
 	return -1
+}
+
+// inOtherPidNS says whether pid lives in a pid namespace other than ours:
+// the cleanup only ever kills container processes, never a host process a
+// runtime might have misreported.
+func inOtherPidNS(pid int) bool {
+	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	ours, err2 := os.Readlink("/proc/self/ns/pid")
+	return err1 == nil && err2 == nil && theirs != ours
 }
