@@ -134,7 +134,9 @@ func (s *Skill) parseSkillMD(data []byte, folder string) []error {
 		return []error{fail("", "front matter is not closed by a line \"---\"")}
 	}
 	var fm frontMatter
-	if err := yaml.Unmarshal([]byte(header), &fm); err != nil {
+	// The leading newline stands for the opening "---" so that YAML line
+	// numbers are SKILL.md line numbers.
+	if err := yaml.Unmarshal([]byte("\n"+header), &fm); err != nil {
 		return []error{fail("", "front matter: %v", err)}
 	}
 	var errs []error
