@@ -204,7 +204,8 @@ if [ -n "${rt_path[skillrun]:-}" ]; then
 	else
 		row skill skillrun 0 - - - ms "not available: skill run failed: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
 	fi
-	if err=$("$skillrun" skill bundle "$skill" -o "$work/skill-bundle" 2>&1); then
+	# Flags first: urfave/cli stops parsing flags at the first argument, so `bundle DIR -o B` fails.
+	if err=$("$skillrun" skill bundle -o "$work/skill-bundle" "$skill" 2>&1); then
 		bundle_ok=1
 	else
 		note="not available: skill bundle failed: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"

@@ -101,6 +101,9 @@ build_rootfs() {
 	local tmp
 	tmp=$(mktemp -d)
 	busybox_rootfs "$tmp"
+	# "./" in the archive becomes the bundle dir (root.path is "."): it must not keep mktemp's 0700,
+	# or a non-root container user (process_user) cannot exec /runtimetest.
+	chmod 0755 "$tmp"
 	tar -C "$tmp" --owner=0 --group=0 -czf "$rt_dir/rootfs-$(go env GOARCH).tar.gz" .
 	rm -rf "$tmp"
 }
@@ -290,6 +293,9 @@ build_rootfs
 [ "$setup_cgroups" -eq 1 ] && ensure_cgroup_v1
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/skillrun-conformance.XXXXXX")
+# Traversable: with a user namespace the container's root is an unprivileged host uid that must reach
+# the bundle below $work/tmp (linux_uid_mappings, linux_ns_nopath fail with EACCES otherwise).
+chmod 0755 "$work"
 trap 'scrub "$work"' EXIT
 rm -rf "$results"
 mkdir -p "$results/tap" "$work/bin"
