@@ -33,7 +33,7 @@ unit: ## unit tests only
 integration: static ## black-box tests of bin/skillrun (RUNTIME=runc to prove them against runc)
 	hack/test.sh integration
 
-lint: ## gofmt, go vet (linux and darwin)
+lint: deps ## gofmt, go vet (linux and darwin)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags "$(TAGS)" ./...
 	$(GO) vet -tags integration ./tests/...

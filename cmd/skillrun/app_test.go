@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/runtime/fake"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// call runs the app in-process against the fake runtime.
+func call(t *testing.T, f *fake.Runtime, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{
+		stdin:   strings.NewReader(stdin),
+		stdout:  &out,
+		stderr:  &errb,
+		backend: func(runtime.Options) (runtime.Runtime, error) { return f, nil },
+	}
+	code := e.run(append([]string{"skillrun"}, args...))
+	return result{code, out.String(), errb.String()}
+}
+
+func testBundle(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	s := specs.Spec{Version: specs.Version, Root: &specs.Root{Path: "rootfs"}, Process: &specs.Process{Cwd: "/", Args: []string{"sh"}}, Linux: &specs.Linux{}}
+	data, _ := json.Marshal(s)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestLifecycleThroughCLI(t *testing.T) {
+	f := fake.New()
+	b := testBundle(t)
+	if r := call(t, f, "", "create", "--bundle", b, "c1"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("create: %+v", r)
+	}
+	r := call(t, f, "", "state", "c1")
+	var st map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("state is not JSON: %q", r.stdout)
+	}
+	for _, k := range []string{"ociVersion", "id", "pid", "status", "bundle", "rootfs", "created", "owner"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("state lacks key %q: %s", k, r.stdout)
+		}
+	}
+	if st["status"] != "created" {
+		t.Fatalf("status = %v", st["status"])
+	}
+	if r := call(t, f, "", "start", "c1"); r.code != 0 {
+		t.Fatalf("start: %+v", r)
+	}
+	r = call(t, f, "", "ps", "--format", "json", "c1")
+	var pids []int
+	if err := json.Unmarshal([]byte(r.stdout), &pids); err != nil || len(pids) != 1 {
+		t.Fatalf("ps json = %q", r.stdout)
+	}
+	r = call(t, f, "", "list", "--format", "json")
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0]["id"] != "c1" {
+		t.Fatalf("list json = %q", r.stdout)
+	}
+	if r := call(t, f, "", "list", "-q"); r.stdout != "c1\n" {
+		t.Fatalf("list -q = %q", r.stdout)
+	}
+	if r := call(t, f, "", "list"); !strings.HasPrefix(r.stdout, "ID") || !strings.Contains(r.stdout, "running") {
+		t.Fatalf("list table = %q", r.stdout)
+	}
+	if r := call(t, f, "", "update", "--resources", "-", "c1"); r.code == 0 {
+		t.Fatalf("update with empty stdin succeeded: %+v", r)
+	}
+	if r := call(t, f, `{"pids":{"limit":7}}`, "update", "--resources", "-", "c1"); r.code != 0 || *f.Resources("c1").Pids.Limit != 7 {
+		t.Fatalf("update: %+v", r)
+	}
+	if r := call(t, f, "", "update", "--memory", "64m", "c1"); r.code != 0 || *f.Resources("c1").Memory.Limit != 64<<20 {
+		t.Fatalf("update --memory: %+v", r)
+	}
+	if r := call(t, f, "", "kill", "c1", "HUP"); r.code != 0 {
+		t.Fatalf("kill HUP: %+v", r)
+	}
+	if r := call(t, f, "", "kill", "c1", "9"); r.code != 0 {
+		t.Fatalf("kill 9: %+v", r)
+	}
+	if got := f.Signals("c1"); len(got) != 2 || got[0] != syscall.SIGHUP || got[1] != syscall.SIGKILL {
+		t.Fatalf("signals = %v", got)
+	}
+	if r := call(t, f, "", "delete", "c1"); r.code != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	r = call(t, f, "", "delete", "c1")
+	if r.code != 1 || !strings.Contains(r.stderr, "container does not exist") {
+		t.Fatalf("second delete: %+v", r)
+	}
+}
+
+func TestErrorsAreLoggedOnceAsJSON(t *testing.T) {
+	f := fake.New()
+	log := filepath.Join(t.TempDir(), "log.json")
+	r := call(t, f, "", "--log", log, "--log-format", "json", "state", "missing")
+	if r.code != 1 || r.stdout != "" {
+		t.Fatalf("state missing: %+v", r)
+	}
+	if !strings.Contains(r.stderr, "container does not exist") {
+		t.Fatalf("stderr lacks the error: %q", r.stderr)
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	n := 0
+	var last map[string]any
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", l)
+		}
+		if m["level"] == "error" {
+			n++
+			last = m
+		}
+	}
+	if n != 1 || last["msg"] != "container does not exist" || last["time"] == nil {
+		t.Fatalf("want exactly one error line with the message, got %d: %s", n, data)
+	}
+}
+
+func TestRunExitCodesAndBundleArgument(t *testing.T) {
+	f := fake.New()
+	f.ExitStatus = 137
+	b := testBundle(t)
+	if r := call(t, f, "", "run", b); r.code != 137 || r.stderr != "" {
+		t.Fatalf("run BUNDLE exiting 137: %+v", r)
+	}
+	if len(f.Calls) == 0 || !strings.HasPrefix(f.Calls[0], "create skillrun-") {
+		t.Fatalf("run BUNDLE did not generate an ID: %v", f.Calls)
+	}
+	f.ExitStatus = 0
+	if r := call(t, f, "", "run", "-b", b, "named"); r.code != 0 {
+		t.Fatalf("run -b: %+v", r)
+	}
+	if r := call(t, f, "", "run", "--keep", "-b", b, "kept"); r.code != 0 || !strings.Contains(call(t, f, "", "state", "kept").stdout, `"stopped"`) {
+		t.Fatalf("run --keep: %+v", r)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	f := fake.New()
+	for _, args := range [][]string{
+		{"start"},
+		{"state", "a", "b"},
+		{"kill", "c1", "NOSUCH"},
+		{"kill", "c1", "0"},
+		{"--log-format", "xml", "list"},
+		{"--rootless", "maybe", "list"},
+		{"list", "--format", "yaml"},
+		{"create", "--bundle", "/nonexistent", "x"},
+		{"update", "--memory", "lots", "x"},
+	} {
+		r := call(t, f, "", args...)
+		if r.code != 1 || r.stdout != "" || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
+			t.Errorf("%v: want exit 1, empty stdout and a one-line error; got %+v", args, r)
+		}
+	}
+}
+
+func TestParseSignal(t *testing.T) {
+	for in, want := range map[string]syscall.Signal{"TERM": syscall.SIGTERM, "SIGTERM": syscall.SIGTERM, "term": syscall.SIGTERM, "15": syscall.SIGTERM, "KILL": syscall.SIGKILL, "9": syscall.SIGKILL} {
+		got, err := parseSignal(in)
+		if err != nil || got != want {
+			t.Errorf("parseSignal(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "NOPE", "-1", "65", "SIG"} {
+		if _, err := parseSignal(in); err == nil {
+			t.Errorf("parseSignal(%q) succeeded", in)
+		}
+	}
+}
