@@ -164,20 +164,24 @@ func (c *containerd) stop() {
 	t := c.t
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	// Containers that a failed test left behind: remove them through containerd first.
-	if r := c.ctrRun(ctx, "containers", "list", "-q"); r.code == 0 {
+	// Containers that a failed test left behind: kill their processes (below
+	// the shims and in their cgroups) without relying on the runtime under
+	// test, then let containerd clean up.
+	if r := c.ctrRun(ctx, "containers", "list", "-q"); r.code == 0 && strings.TrimSpace(r.stdout) != "" {
+		t.Logf("cleanup: leftover containers %v", strings.Fields(r.stdout))
+		// Shims are started with `-address <our socket>`; keep them, kill what they hold.
+		if d := descendants(procsWithCmdline("-address " + c.sock)); len(d) > 0 {
+			killPIDs(t, "process under a shim", d)
+		}
+		killCgroupProcs(t, c.cgroupRoot)
 		for _, id := range strings.Fields(r.stdout) {
-			t.Logf("cleanup: removing leftover container %s", id)
-			c.ctrRun(ctx, "tasks", "kill", "-a", "-s", "SIGKILL", id)
-			waitFor(3*time.Second, func() bool {
-				return !strings.Contains(c.ctrRun(ctx, "tasks", "list").stdout, id+" ")
-			})
-			c.ctrRun(ctx, "tasks", "delete", "-f", id)
-			c.ctrRun(ctx, "containers", "delete", id)
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			c.ctrRun(dctx, "tasks", "delete", "-f", id)
+			c.ctrRun(dctx, "containers", "delete", id)
+			dcancel()
 		}
 	}
-	// Shims are started with `-address <our socket>`.
-	killPIDs(t, "shim", procsWithCmdline("-address "+c.sock))
+	killSupervised(t, "shim", procsWithCmdline("-address "+c.sock))
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		select {

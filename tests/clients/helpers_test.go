@@ -445,9 +445,88 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
+// descendants returns every live descendant of the given pids.
+func descendants(roots []int) []int {
+	children := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := append([]int(nil), roots...)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// killSupervised kills the supervisors (shims, conmon) and, first, every
+// process below them: the containers they hold, whatever the runtime under
+// test did or failed to do.
+func killSupervised(t *testing.T, what string, supervisors []int) {
+	if len(supervisors) == 0 {
+		return
+	}
+	if d := descendants(supervisors); len(d) > 0 {
+		killPIDs(t, "process under a "+what, d)
+	}
+	killPIDs(t, what, supervisors)
+}
+
+// killCgroupProcs kills every process in the cgroup rel (and below it), in every hierarchy.
+func killCgroupProcs(t *testing.T, rel string) {
+	seen := map[int]bool{}
+	for _, d := range cgroupDirs(rel) {
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() || e.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			var pids []int
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+					seen[pid] = true
+					pids = append(pids, pid)
+				}
+			}
+			if len(pids) > 0 {
+				killPIDs(t, "process in cgroup "+filepath.Dir(p), pids)
+			}
+			return nil
+		})
+	}
+}
+
 // killPIDs sends SIGKILL to each pid (best effort, for cleanup).
 func killPIDs(t *testing.T, what string, pids []int) {
 	for _, pid := range pids {
+		if !pidAlive(pid) {
+			continue
+		}
 		t.Logf("cleanup: killing leftover %s pid %d: %s", what, pid, cmdlineOf(pid))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -507,6 +586,15 @@ func cgroupDirs(rel string) []string {
 
 // removeCgroups removes rel (and what is below it) in every hierarchy, deepest first.
 func removeCgroups(t *testing.T, rel string) {
+	killCgroupProcs(t, rel)
+	waitFor(3*time.Second, func() bool {
+		for _, d := range cgroupDirs(rel) {
+			if b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs")); len(strings.TrimSpace(string(b))) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, d := range cgroupDirs(rel) {
 		var dirs []string
 		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {

@@ -274,11 +274,18 @@ func (p *podman) cleanup() {
 	defer cancel()
 	if r := p.run(ctx, "ps", "-a", "-q"); strings.TrimSpace(r.stdout) != "" {
 		t.Logf("cleanup: removing leftover podman containers %s", strings.Fields(r.stdout))
-		if r := p.run(ctx, "rm", "--all", "--force", "--time", "0"); r.code != 0 {
+		// Kill the containers' processes (below conmon) without relying on
+		// the runtime under test, then let podman clean up.
+		if d := descendants(procsWithCmdline(p.dir)); len(d) > 0 {
+			killPIDs(t, "process under conmon", d)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+		if r := p.run(rctx, "rm", "--all", "--force", "--time", "0"); r.code != 0 {
 			t.Logf("cleanup: %s", r)
 		}
+		rcancel()
 	}
-	killPIDs(t, "process of the private podman (conmon?)", procsWithCmdline(p.dir))
+	killSupervised(t, "process of the private podman (conmon?)", procsWithCmdline(p.dir))
 	// The rootless pause process (catatonit) holds podman's user namespace.
 	if b, err := os.ReadFile(filepath.Join(p.tmpDir, "pause.pid")); err == nil {
 		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && pidAlive(pid) {
