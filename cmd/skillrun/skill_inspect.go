@@ -254,13 +254,18 @@ func skillBundleCommand(e *env) *cli.Command {
 				return err
 			}
 			opts.Platform = c.String("platform")
-			obj, err := sk.ValidateInput([]byte(c.String("input")))
-			if err != nil {
-				return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
-			}
-			argv, err := sk.Argv(obj)
-			if err != nil {
-				return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+			// The input is optional here: the bundled process reads its
+			// input from stdin when run. Given, it is validated and, for
+			// argparse skills, baked into the command line.
+			var argv []string
+			if c.IsSet("input") {
+				obj, err := sk.ValidateInput([]byte(c.String("input")))
+				if err != nil {
+					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+				}
+				if argv, err = sk.Argv(obj); err != nil {
+					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+				}
 			}
 			out := c.String("output")
 			_, statErr := os.Stat(out)

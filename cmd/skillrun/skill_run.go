@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -146,6 +147,10 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 	}
 	switch o := res.Output.(type) {
 	case json.RawMessage:
+		var c bytes.Buffer
+		if json.Compact(&c, o) == nil {
+			o = c.Bytes()
+		}
 		fmt.Fprintf(&b, "output: %s\n", o)
 	case string:
 		if o != "" {

@@ -1,0 +1,202 @@
+//go:build integration
+
+package skills_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var examples = []string{"calculator", "csv-summary", "fetch-url", "json-transform", "save-note", "text-stats"}
+
+func TestValidate(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		for _, name := range examples {
+			res := m.run(t, "", "skill", "validate", example(name))
+			if res.code != 0 || !strings.Contains(res.stdout, ": ok ("+name) {
+				t.Errorf("validate %s\n%s", name, res)
+			}
+		}
+		dir := filepath.Join(ownedDir(t, m), "Bad_Skill")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: Bad_Skill\n---\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "sandbox.yaml"), []byte("limits:\n  memroy: 1G\n"), 0o644)
+		res := m.run(t, "", "skill", "validate", dir)
+		if res.code != 2 || res.stdout != "" {
+			t.Fatalf("invalid skill: want exit 2, nothing on stdout\n%s", res)
+		}
+		for _, w := range []string{"SKILL.md: name:", "SKILL.md: description: required", "sandbox.yaml:", "memroy"} {
+			if !strings.Contains(res.stderr, w) {
+				t.Errorf("stderr does not mention %q\n%s", w, res)
+			}
+		}
+	})
+}
+
+func TestInspect(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		get := func(format string) map[string]any {
+			t.Helper()
+			res := m.run(t, "", "skill", "inspect", "--format", format, example("calculator"))
+			if res.code != 0 {
+				t.Fatalf("%s", res)
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(res.stdout), &v); err != nil {
+				t.Fatalf("%v\n%s", err, res)
+			}
+			return v
+		}
+		schemaOK := func(s any) {
+			t.Helper()
+			sch, _ := s.(map[string]any)
+			if sch["type"] != "object" || sch["properties"] == nil || sch["$schema"] != nil {
+				t.Errorf("schema = %v", s)
+			}
+		}
+		j := get("json")
+		if j["name"] != "calculator" || j["entry"].(map[string]any)["path"] != "scripts/main.py" || j["policy"] == nil {
+			t.Errorf("json = %v", j)
+		}
+		o := get("openai")
+		if o["type"] != "function" {
+			t.Errorf("openai = %v", o)
+		}
+		fn := o["function"].(map[string]any)
+		if fn["name"] != "calculator" || fn["description"] == "" {
+			t.Errorf("openai function = %v", fn)
+		}
+		schemaOK(fn["parameters"])
+		a := get("anthropic")
+		if a["name"] != "calculator" || len(a) != 3 {
+			t.Errorf("anthropic = %v", a)
+		}
+		schemaOK(a["input_schema"])
+		p := get("mcp")
+		if p["name"] != "calculator" {
+			t.Errorf("mcp = %v", p)
+		}
+		schemaOK(p["inputSchema"])
+		// argparse inference reaches the tool definition.
+		res := m.run(t, "", "skill", "inspect", "--format", "anthropic", example("csv-summary"))
+		if !strings.Contains(res.stdout, `"group_by"`) || !strings.Contains(res.stdout, `"required": [`) {
+			t.Errorf("csv-summary schema not inferred\n%s", res)
+		}
+		if res := m.run(t, "", "skill", "inspect", "--format", "yaml", example("calculator")); res.code != 2 {
+			t.Errorf("bad format: want exit 2\n%s", res)
+		}
+	})
+}
+
+func TestList(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		res := m.run(t, "", "skill", "list", "--format", "json", filepath.Join(repo, "examples"))
+		if res.code != 0 {
+			t.Fatalf("%s", res)
+		}
+		var rows []struct {
+			Name  string `json:"name"`
+			Valid bool   `json:"valid"`
+			Path  string `json:"path"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range rows {
+			if !r.Valid {
+				t.Errorf("%s invalid", r.Path)
+			}
+			names = append(names, r.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(examples, ",") {
+			t.Errorf("found %v, want %v", names, examples)
+		}
+		res = m.run(t, "", "skill", "list", filepath.Join(repo, "examples", "skills"))
+		if res.code != 0 || !strings.HasPrefix(res.stdout, "NAME") || strings.Count(res.stdout, "\n") != len(examples)+1 {
+			t.Errorf("table\n%s", res)
+		}
+	})
+}
+
+func TestBundleThenRun(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		out := filepath.Join(ownedDir(t, m), "bundle")
+		if m.user != nil {
+			// The unprivileged user creates it itself.
+			out = filepath.Join(m.tmp, "bundle")
+		}
+		res := m.run(t, "", "skill", "bundle", "-o", out, example("calculator"))
+		if res.code != 0 {
+			t.Fatalf("%s", res)
+		}
+		if _, err := os.Stat(filepath.Join(out, "config.json")); err != nil {
+			t.Fatal(err)
+		}
+		res = m.run(t, `{"expression": "6*7"}`, "run", out)
+		if res.code != 0 || !strings.Contains(res.stdout, `"result": 42`) {
+			t.Fatalf("run the bundle\n%s", res)
+		}
+		// Bundling into a non-empty folder is refused; a policy refusal
+		// leaves nothing behind.
+		if res := m.run(t, "", "skill", "bundle", "-o", out, example("calculator")); res.code != 2 {
+			t.Errorf("non-empty output: want exit 2\n%s", res)
+		}
+		refused := filepath.Join(m.tmp, "refused")
+		if res := m.run(t, "", "skill", "bundle", "-o", refused, example("fetch-url")); res.code != 6 || !strings.Contains(res.stderr, "network") {
+			t.Errorf("policy: want exit 6\n%s", res)
+		}
+		if _, err := os.Stat(refused); !os.IsNotExist(err) {
+			t.Errorf("refused bundle left behind: %v", err)
+		}
+		os.RemoveAll(out)
+	})
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"skill", "run", "--input", `{"expression": 1}`, example("calculator")}, "/expression"},
+			{[]string{"skill", "run", "--input", `{"expression": "1", "extra": 2}`, example("calculator")}, "extra"},
+			{[]string{"skill", "run", "--input", `not json`, example("calculator")}, "input: not valid JSON"},
+			{[]string{"skill", "run", "--memory", "lots", example("calculator")}, "--memory"},
+			{[]string{"skill", "run", "--format", "xml", example("calculator")}, "--format"},
+			{[]string{"skill", "run", "--env", "PATH=/x", "--input", `{"expression": "1"}`, example("calculator")}, "PATH"},
+			{[]string{"skill", "run", "--input", "{}", "--input-file", "x", example("calculator")}, "exclusive"},
+			{[]string{"skill", "run", filepath.Join(repo, "examples")}, "no SKILL.md"},
+			{[]string{"skill", "run", example("calculator"), "--timeout", "1s"}, "flags go before DIR"},
+		} {
+			res := m.run(t, "", tc.args...)
+			if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, tc.want) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+				t.Errorf("want exit 2, empty stdout, one stderr line with %q\n%s", tc.want, res)
+			}
+			m.assertClean(t)
+		}
+	})
+}
+
+func TestRunInputSources(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		res := m.run(t, `{"expression": "1+1"}`, "skill", "run", example("calculator"))
+		if res.code != 0 || !strings.Contains(res.stdout, `"result":2`) {
+			t.Errorf("stdin\n%s", res)
+		}
+		f := filepath.Join(m.tmp, "in.json")
+		os.WriteFile(f, []byte(`{"expression": "2+2"}`), 0o644)
+		res = m.run(t, "", "skill", "run", "--input-file", f, example("calculator"))
+		os.Remove(f)
+		if res.code != 0 || !strings.Contains(res.stdout, `"result":4`) {
+			t.Errorf("input file\n%s", res)
+		}
+		res = m.run(t, "", "skill", "run", "--format", "text", "--input", `{"expression": "3+3"}`, example("calculator"))
+		if res.code != 0 || !strings.HasPrefix(res.stdout, "calculator: ok, exit 0") || !strings.Contains(res.stdout, `output: {"expression":"3+3","result":6}`) {
+			t.Errorf("text format\n%s", res)
+		}
+	})
+}
