@@ -820,6 +820,9 @@ func assertNoTrace(t testing.TB, r *rt, id string, pid int, bundleDir string) {
 		if _, err := os.Lstat(filepath.Join(r.root, id)); err == nil {
 			t.Errorf("state dir %s still exists", filepath.Join(r.root, id))
 		}
+		if left := rootLeftovers(r.root, id); len(left) > 0 {
+			t.Errorf("root dir %s still holds %v for container %s", r.root, left, id)
+		}
 	}
 	if pid > 0 && !waitPidGone(pid, 5*time.Second) {
 		t.Errorf("container %s init pid %d still alive", id, pid)
@@ -979,4 +982,22 @@ func inOtherPidNS(pid int) bool {
 	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
 	ours, err2 := os.Readlink("/proc/self/ns/pid")
 	return err1 == nil && err2 == nil && theirs != ours
+}
+
+// rootLeftovers lists what a state root holds that a gone container could
+// have left: any file, and anything named after id. Empty directories the
+// runtime keeps for itself (skillrun's @locks) are allowed.
+func rootLeftovers(root, id string) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return nil
+		}
+		if !d.IsDir() || (id != "" && strings.Contains(d.Name(), id)) {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
 }

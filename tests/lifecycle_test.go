@@ -685,6 +685,9 @@ func TestEventsStats(t *testing.T) {
 	t.Parallel()
 	r := newRT(t)
 	c := r.start(newBundle(t, nil, "sleep", "1000"))
+	// "running" can be reported while the (multi-threaded) runtime init is
+	// still on its way to exec: wait for sleep itself.
+	waitExeced(t, c.pid, "sleep")
 	res := r.ok("events", "--stats", c.id)
 	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
 	if len(lines) != 1 {
@@ -735,4 +738,17 @@ func TestDefaultRoot(t *testing.T) {
 		t.Errorf("state dir %s survived delete", dir)
 	}
 	assertNoTrace(t, r, c.id, c.pid, b.dir)
+}
+
+// waitExeced waits until pid runs the program named prog.
+func waitExeced(t *testing.T, pid int, prog string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.HasPrefix(string(cmd), prog+"\x00") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pid %d never exec'd %s", pid, prog)
 }
