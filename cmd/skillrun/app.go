@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/moby/sys/userns"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
@@ -95,11 +96,19 @@ func (e *env) report(err error) int {
 	return 1
 }
 
+// defaultRoot is runc's choice of state root: $XDG_RUNTIME_DIR/skillrun for
+// an unprivileged user, and for root inside a user namespace made by one
+// (rootless podman runs us as uid 0 there with USER set to the user);
+// /run/skillrun for the real root.
 func defaultRoot() string {
+	xdg := os.Getenv("XDG_RUNTIME_DIR")
 	if os.Geteuid() == 0 {
-		return "/run/skillrun"
+		if xdg == "" || !userns.RunningInUserNS() || os.Getenv("USER") == "root" {
+			return "/run/skillrun"
+		}
+		return filepath.Join(xdg, "skillrun")
 	}
-	if xdg := os.Getenv("XDG_RUNTIME_DIR"); xdg != "" {
+	if xdg != "" {
 		return filepath.Join(xdg, "skillrun")
 	}
 	// A private per-user directory; the back end creates it 0700 and

@@ -77,7 +77,15 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err != nil {
 		return nil, err
 	}
-	defer lk.unlock()
+	defer func() {
+		// A failed create leaves nothing behind, not even its lock file
+		// (the inode re-check in lock makes removing it safe).
+		if retErr != nil {
+			lk.remove()
+		} else {
+			lk.unlock()
+		}
+	}()
 
 	config, err := specconv.CreateLibcontainerConfig(&specconv.CreateOpts{
 		CgroupName:       id,
@@ -110,7 +118,6 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	defer func() {
 		if retErr != nil {
 			_ = c.Destroy()
-			lk.remove()
 		}
 	}()
 

@@ -3,6 +3,7 @@
 package linux
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,12 +31,15 @@ func (r *Runtime) lock(id string) (*idLock, error) {
 		return nil, err
 	}
 	dir := filepath.Join(r.root, lockDirName)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create lock dir: %w", err)
-	}
 	path := filepath.Join(dir, id)
-	for {
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create lock dir: %w", err)
+		}
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+		if errors.Is(err, os.ErrNotExist) && attempt < 100 {
+			continue // the last remove() took the empty lock dir away
+		}
 		if err != nil {
 			return nil, fmt.Errorf("open lock: %w", err)
 		}
@@ -63,10 +67,13 @@ func (l *idLock) unlock() {
 	}
 }
 
-// remove deletes the lock file (the container is gone) and releases it.
+// remove deletes the lock file (the container is gone) and releases it,
+// and the lock directory once empty, so a state root whose containers are
+// all deleted is empty again (containerd's shim checks).
 func (l *idLock) remove() {
 	if l != nil && l.f != nil {
 		os.Remove(l.path)
 		l.unlock()
+		os.Remove(filepath.Dir(l.path)) // fails while other locks exist
 	}
 }
