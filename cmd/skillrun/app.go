@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/moby/sys/userns"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
