@@ -37,7 +37,7 @@ const okSkillMD = "---\nname: demo\ndescription: A demo skill.\n---\n# Demo\nbod
 
 func TestLoadValid(t *testing.T) {
 	dir := writeSkill(t, "demo", map[string]string{
-		"SKILL.md": "---\nname: demo\ndescription: A demo skill.\nlicense: MIT\ncompatibility: python3\nmetadata:\n  author: me\n  version: 1.0\nallowed-tools: Bash(git:*) Read\n---\n# Demo\nbody text\n",
+		"SKILL.md":        "---\nname: demo\ndescription: A demo skill.\nlicense: MIT\ncompatibility: python3\nmetadata:\n  author: me\n  version: 1.0\nallowed-tools: Bash(git:*) Read\n---\n# Demo\nbody text\n",
 		"scripts/main.py": "import sys\n",
 	})
 	s, err := Load(dir)
@@ -127,7 +127,7 @@ func TestLoadNotAFolder(t *testing.T) {
 func TestEntryClassification(t *testing.T) {
 	tests := []struct {
 		file, content, kind string
-		interp             []string
+		interp              []string
 	}{
 		{"scripts/main.py", "print(1)", KindPython, pythonCmd},
 		{"scripts/main.js", "", KindNode, []string{"node"}},
