@@ -106,7 +106,7 @@ func classify(dir, rel string) (Entry, error) {
 	head = head[:n]
 	switch strings.ToLower(path.Ext(rel)) {
 	case ".py":
-		e.Kind, e.Interpreter = KindPython, pythonCmd
+		e.Kind, e.Interpreter = KindPython, clone(pythonCmd)
 		return e, nil
 	case ".js", ".mjs", ".cjs":
 		e.Kind, e.Interpreter = KindNode, []string{"node"}

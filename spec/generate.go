@@ -185,6 +185,10 @@ var (
 	}
 )
 
+// clone copies a package-level slice so that no spec shares (and a caller
+// cannot modify) the package's tables.
+func clone(s []string) []string { return append([]string(nil), s...) }
+
 // maskedPaths and readonlyPaths are runc's defaults (runc spec).
 var (
 	maskedPaths = []string{
@@ -217,27 +221,27 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: tmpfsOpt(8<<20, "1777")},
 	}
 	for _, d := range layout.Dirs {
-		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: roBind})
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
 	for _, f := range generatedEtc {
-		mounts = append(mounts, specs.Mount{Destination: "/etc/" + f, Type: "bind", Source: bundleSource(o, "etc/"+f), Options: roFile})
+		mounts = append(mounts, specs.Mount{Destination: "/etc/" + f, Type: "bind", Source: bundleSource(o, "etc/"+f), Options: clone(roFile)})
 	}
 	etc := append([]string(nil), layout.Etc...)
 	if p.Network == NetworkHost {
 		etc = append(etc, layout.NetworkEtc...)
 	}
 	for _, f := range etc {
-		mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: roBind})
+		mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})
 	}
 	mounts = append(mounts,
-		specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: roBind},
+		specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: clone(roBind)},
 		specs.Mount{Destination: ScratchMount, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")},
 	)
 	for _, w := range p.Writable {
 		mounts = append(mounts, specs.Mount{Destination: w, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")})
 	}
 	if p.Workspace != "" {
-		mounts = append(mounts, specs.Mount{Destination: WorkspaceMount, Type: "bind", Source: p.Workspace, Options: rwBind})
+		mounts = append(mounts, specs.Mount{Destination: WorkspaceMount, Type: "bind", Source: p.Workspace, Options: clone(rwBind)})
 	}
 
 	namespaces := []specs.LinuxNamespace{
@@ -285,8 +289,8 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 			},
 			Namespaces:    namespaces,
 			Seccomp:       Seccomp(arch),
-			MaskedPaths:   maskedPaths,
-			ReadonlyPaths: readonlyPaths,
+			MaskedPaths:   clone(maskedPaths),
+			ReadonlyPaths: clone(readonlyPaths),
 		},
 	}
 	return sp, nil

@@ -64,9 +64,11 @@ func (s *Skill) resolveInput() error {
 		if err != nil {
 			return fmt.Errorf("%s: input.schema: %q: %w", ManifestFile, rel, unwrapPath(err))
 		}
-		if _, err := compileSchema(data); err != nil {
+		sch, err := compileSchema(data)
+		if err != nil {
 			return fmt.Errorf("%s: %w", rel, err)
 		}
+		s.compiled = sch
 		in.Schema, in.Source, in.Mode = compactJSON(data), SchemaDeclared, InputStdin
 	case s.Entry.Kind == KindPython:
 		src, err := os.ReadFile(filepath.Join(s.Dir, filepath.FromSlash(s.Entry.Path)))
@@ -78,9 +80,9 @@ func (s *Skill) resolveInput() error {
 			in.Schema, in.Source, in.Mode, in.Args = schema, SchemaArgparse, InputArgv, args
 			break
 		}
-		in.Schema, in.Source, in.Mode = defaultSchema, SchemaDefault, InputStdin
+		in.Schema, in.Source, in.Mode = append(json.RawMessage(nil), defaultSchema...), SchemaDefault, InputStdin
 	default:
-		in.Schema, in.Source, in.Mode = defaultSchema, SchemaDefault, InputStdin
+		in.Schema, in.Source, in.Mode = append(json.RawMessage(nil), defaultSchema...), SchemaDefault, InputStdin
 	}
 	if m := s.Manifest.Input.Mode; m != "" {
 		if m == InputArgv && in.Source != SchemaArgparse {
@@ -143,9 +145,12 @@ func (s *Skill) ValidateInput(input []byte) (map[string]any, error) {
 	if s.Input.Source == SchemaDefault || len(s.Input.Schema) == 0 {
 		return obj, nil
 	}
-	sch, err := compileSchema(s.Input.Schema)
-	if err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
+	sch := s.compiled
+	if sch == nil {
+		var err error
+		if sch, err = compileSchema(s.Input.Schema); err != nil {
+			return nil, fmt.Errorf("input schema: %w", err)
+		}
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
 	if err != nil {

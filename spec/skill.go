@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -48,6 +49,9 @@ type Skill struct {
 	Entry Entry `json:"entry"`
 	// Input describes the skill's input.
 	Input Input `json:"input"`
+
+	// compiled is the declared input schema, compiled once by Load.
+	compiled *jsonschema.Schema
 }
 
 // frontMatter is SKILL.md's YAML header. Unknown keys are tolerated (the
