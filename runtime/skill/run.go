@@ -283,6 +283,11 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 	if err != nil {
 		return nil, fmt.Errorf("generate spec for %q: %w", sk.Name, err)
 	}
+	// A generated spec that breaks the hardened profile is a bug: refuse
+	// to run it rather than run it weaker.
+	if err := spec.Validate(sp); err != nil {
+		return nil, fmt.Errorf("generated spec for %q breaks the sandbox profile: %w", sk.Name, err)
+	}
 	if err := spec.WriteBundle(dir, sp); err != nil {
 		return nil, fmt.Errorf("skill %q: %w", sk.Name, err)
 	}
