@@ -447,9 +447,26 @@ failure_section() {
 # and runc 1.1.5's behaviour; kept here so docs/conformance.md stays generated).
 known_reason() {
 	case $1 in
-	hooks_stdin) echo "runc 1.1 passes state \"creating\" to prestart and \"created\" to poststart; the spec wants created/running" ;;
-	linux_process_apparmor_profile) echo "host: no AppArmor in this kernel" ;;
-	linux_mount_label) echo "host: no SELinux; runc rejects mountLabel without it" ;;
+	delete) echo "runc (and crun) delete a \`created\` container without --force; containerd relies on it, the spec wants an error" ;;
+	delete_resources | linux_cgroups_pids | linux_cgroups_relative_pids) echo "pids.max read back differs from the random 64-bit limit the test set (every runtime; test-side issue)" ;;
+	hooks) echo "test bug: expects the hook output \"post-start1\" without \"called\", so it cannot pass" ;;
+	hooks_stdin) echo "runc 1.1 passes state \"creating\" to prestart and \"created\" to poststart; the spec wants created/running (crun passes)" ;;
+	prestart | poststart) echo "hook timing: runc runs prestart during create and poststart before start returns differently from what the test checks (crun fails too)" ;;
+	poststart_fail | poststop_fail) echo "runc treats a failing poststart/poststop hook as an error; the spec says warn and continue (crun passes)" ;;
+	linux_cgroups_blkio | linux_cgroups_relative_blkio) echo "host: this kernel's blkio controller has no blkio.leaf_weight / weight_device files (no CFQ/BFQ)" ;;
+	linux_cgroups_devices | linux_cgroups_relative_devices) echo "runc 1.1's device-cgroup emulator writes deny-all then allows; devices.list reads back \"b 0:0 m\" instead of the rule (crun passes)" ;;
+	linux_cgroups_memory | linux_cgroups_relative_memory) echo "host: kernel memory (kmem, kmem.tcp) limits are gone from this kernel; the test still expects them" ;;
+	linux_mount_label) echo "host: no SELinux; runc passes the mount label to tmpfs as context= and the kernel rejects it" ;;
+	linux_process_apparmor_profile) echo "host: no AppArmor (write /proc/self/attr/exec: invalid argument)" ;;
+	linux_rootfs_propagation) echo "runc 1.1 does not apply rootfsPropagation \"shared\" to the container root" ;;
+	linux_seccomp) echo "the test denies getcwd with errno; runtimetest then fails its own cwd check (\"seccomp action is added correctly\"); crun passes" ;;
+	misc_props) echo "test bug: its second bundle has no /runtimetest (stat /runtimetest: no such file)" ;;
+	pidfile) echo "runc: \"container not running\" from the test's state call right after create --pid-file" ;;
+	start) echo "case 7: the test expects the process output before start returns (every runtime)" ;;
+	process_capabilities) echo "host: this VM's bounding set lacks capabilities the test asks for (unable to apply caps: operation not permitted)" ;;
+	process_capabilities_fail) echo "the runtime rightly refuses the bad capability, but the program exits 1 after its cases (every runtime)" ;;
+	process_rlimits) echo "host: no CAP_SYS_RESOURCE to raise RLIMIT_NOFILE; with the test's low limits libseccomp can also fail with ENOMEM (flaky)" ;;
+	process_rlimits_fail) echo "the runtime rightly rejects RLIMIT_TEST; the program then exits 1 without TAP (every runtime)" ;;
 	*) echo "" ;;
 	esac
 }
