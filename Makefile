@@ -37,12 +37,16 @@ lint: deps ## gofmt, go vet (linux and darwin)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags "$(TAGS)" ./...
 	$(GO) vet -tags integration ./tests/...
+	cd hack/clients/crirun && $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
-cross: ## build darwin/amd64, darwin/arm64 and linux/arm64
+cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compile its tests
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-amd64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-arm64 ./cmd/skillrun
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runtime/skill ./cmd/skillrun; do \
+		GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o /dev/null $$p || exit 1; done
 
 bench: static ## compare skillrun with runc, crun, bwrap and bare python3
 	hack/bench.sh

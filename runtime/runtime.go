@@ -166,6 +166,11 @@ type Options struct {
 	// Rootless is "auto", "true" or "false" (runc's --rootless): whether
 	// cgroup permission errors are ignored.
 	Rootless string
+	// AcceptDegradation lets a back end that cannot honour every field of
+	// a config (Seatbelt) run it anyway, reporting what it ignored through
+	// Warn, instead of refusing it. The Linux back end honours every field
+	// and ignores it.
+	AcceptDegradation bool
 	// Warn receives non-fatal problems (limits not applied, unreadable
 	// state entries). Libraries never log; the CLI decides where these go.
 	// Nil discards them.

@@ -101,6 +101,9 @@ func (e *env) report(err error) int {
 // (rootless podman runs us as uid 0 there with USER set to the user);
 // /run/skillrun for the real root.
 func defaultRoot() string {
+	if platform == "darwin" {
+		return darwinRoot()
+	}
 	xdg := os.Getenv("XDG_RUNTIME_DIR")
 	if os.Geteuid() == 0 {
 		if xdg == "" || !userns.RunningInUserNS() || os.Getenv("USER") == "root" {
@@ -224,17 +227,19 @@ func (e *env) engine(c *cli.Context) (runtime.Runtime, error) {
 		Root:          c.String("root"),
 		SystemdCgroup: c.Bool("systemd-cgroup"),
 		Rootless:      c.String("rootless"),
-		Warn:          func(msg string) { e.log.Warn(msg) },
+		// Only create and run define it; elsewhere it reads false.
+		AcceptDegradation: c.Bool("accept-degradation"),
+		Warn:              func(msg string) { e.log.Warn(msg) },
 	})
 }
 
-// containerID returns the command's first argument, the container ID.
-func containerID(c *cli.Context) (string, error) {
-	id := c.Args().First()
-	if id == "" {
-		return "", errors.New("container id cannot be empty")
+// darwinRoot: /run cannot be created on macOS and XDG_RUNTIME_DIR is
+// usually unset there.
+func darwinRoot() string {
+	if os.Geteuid() == 0 {
+		return "/var/run/skillrun"
 	}
-	return id, nil
+	return filepath.Join(os.TempDir(), "skillrun-"+strconv.Itoa(os.Geteuid()))
 }
 
 // checkArgs enforces runc's argument counts with its wording.

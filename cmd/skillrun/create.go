@@ -14,6 +14,7 @@ func createFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pid-file", Usage: "specify the file to write the process id to"},
 		&cli.BoolFlag{Name: "no-pivot", Usage: "do not use pivot root to jail process inside rootfs. This should be used whenever the rootfs is on top of a ramdisk"},
 		&cli.BoolFlag{Name: "no-new-keyring", Usage: "do not create a new session keyring for the container. This will cause the container to inherit the calling processes session key"},
+		&cli.BoolFlag{Name: "accept-degradation", Usage: "macOS: run a config with fields Seatbelt cannot enforce (ignored with a warning; see skillrun spec --explain) instead of refusing it"},
 		&cli.IntFlag{Name: "preserve-fds", Usage: "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total)"},
 	}
 }

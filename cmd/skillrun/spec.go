@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/seatbelt"
 )
 
 func specCommand(e *env) *cli.Command {
@@ -21,14 +22,28 @@ func specCommand(e *env) *cli.Command {
 			`(default: the current directory). With --rootless the configuration maps the`,
 			`calling user to root in a user namespace, for containers run by that user.`,
 			``,
+			`With --explain it writes nothing and prints, as JSON, how the bundle's`,
+			`config.json translates to macOS Seatbelt: every field classified enforced,`,
+			`degraded (with what is lost) or rejected. It works on any OS.`,
+			``,
 			`To turn an Agent Skill into a hardened bundle, use "skillrun skill bundle".`),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "path to the root of the bundle directory"},
 			&cli.BoolFlag{Name: "rootless", Usage: "generate a configuration for a rootless container"},
+			&cli.BoolFlag{Name: "explain", Usage: "print how the bundle's config.json maps to macOS Seatbelt (enforced / degraded / rejected), as JSON"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
 				return err
+			}
+			if c.Bool("explain") {
+				spec, err := runtime.LoadBundle(c.String("bundle"))
+				if err != nil {
+					return err
+				}
+				enc := json.NewEncoder(e.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(seatbelt.Explain(spec))
 			}
 			spec, err := exampleSpec(c.Bool("rootless"))
 			if err != nil {

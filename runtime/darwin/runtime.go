@@ -10,9 +10,10 @@ import (
 	"github.com/skillrun/skillrun/seatbelt"
 )
 
-// New returns the Seatbelt back end with the default Config.
+// New returns the Seatbelt back end; opts.AcceptDegradation sets
+// Config.AcceptDegradation.
 func New(opts runtime.Options) (runtime.Runtime, error) {
-	return NewWithConfig(opts, Config{})
+	return NewWithConfig(opts, Config{AcceptDegradation: opts.AcceptDegradation})
 }
 
 // NewWithConfig returns the Seatbelt back end. The init is this
