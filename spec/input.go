@@ -8,13 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Schema sources, reported in Input.Source.
@@ -101,22 +98,22 @@ func compactJSON(b []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
-// compileSchema compiles a JSON Schema document.
-func compileSchema(data []byte) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+// compileSchema compiles a JSON Schema document (draft 2020-12; draft-07
+// documents validate the same for the keywords skills use).
+func compileSchema(data []byte) (*jsonschema.Resolved, error) {
+	if !json.Valid(data) {
+		var v any
+		return nil, fmt.Errorf("not valid JSON: %w", json.Unmarshal(data, &v))
 	}
-	c := jsonschema.NewCompiler()
-	const url = "skill:///input.schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("invalid JSON Schema: %w", err)
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(data, &sch); err != nil {
+		return nil, fmt.Errorf("invalid JSON Schema: %s", oneLine(err.Error()))
 	}
-	sch, err := c.Compile(url)
+	res, err := sch.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %s", oneLine(err.Error()))
 	}
-	return sch, nil
+	return res, nil
 }
 
 // ValidateInput checks input (a JSON document) against the skill's input
@@ -152,43 +149,15 @@ func (s *Skill) ValidateInput(input []byte) (map[string]any, error) {
 			return nil, fmt.Errorf("input schema: %w", err)
 		}
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
-	if err != nil {
+	var inst any
+	if err := json.Unmarshal(input, &inst); err != nil {
 		return nil, fmt.Errorf("input: not valid JSON: %w", err)
 	}
 	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("input: %s", describeValidation(ve))
-		}
-		return nil, fmt.Errorf("input: %w", err)
+		return nil, fmt.Errorf("input: %s", oneLine(strings.TrimPrefix(err.Error(), "validating root: ")))
 	}
 	return obj, nil
 }
-
-// describeValidation flattens a validation error tree into one line, one
-// "location: problem" per leaf.
-func describeValidation(ve *jsonschema.ValidationError) string {
-	var parts []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			parts = append(parts, loc+": "+oneLine(e.ErrorKind.LocalizedString(englishPrinter())))
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	sort.Strings(parts)
-	return strings.Join(parts, "; ")
-}
-
-// englishPrinter formats validation messages; built per call so the
-// package holds no mutable state.
-func englishPrinter() *message.Printer { return message.NewPrinter(language.English) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -51,7 +51,7 @@ type Skill struct {
 	Input Input `json:"input"`
 
 	// compiled is the declared input schema, compiled once by Load.
-	compiled *jsonschema.Schema
+	compiled *jsonschema.Resolved
 }
 
 // frontMatter is SKILL.md's YAML header. Unknown keys are tolerated (the

@@ -257,8 +257,8 @@ func TestArgparseSkillInputAndArgv(t *testing.T) {
 		t.Errorf("argv = %q, want %q", argv, want)
 	}
 	for in, msg := range map[string]string{
-		`{"ratio": 1}`:                              "missing property 'path'",
-		`{"path": "p", "ratio": "x"}`:               "/ratio: got string, want number",
+		`{"ratio": 1}`:                              `missing properties: ["path"]`,
+		`{"path": "p", "ratio": "x"}`:               `/properties/ratio: type: x has type "string", want "number"`,
 		`{"path": "p", "ratio": 1, "mode": "warp"}`: "/mode:",
 		`{"path": "p", "ratio": 1, "bogus": 1}`:     "bogus",
 		`[1]`:                                       "input: must be a JSON object",
