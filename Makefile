@@ -41,9 +41,11 @@ lint: deps ## gofmt, go vet (linux and darwin)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 
 cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compile its tests
+	@hack/install-deps.sh cross
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-amd64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-arm64 ./cmd/skillrun
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	# libcontainer needs cgo (nsenter); the arm64 build has no libseccomp.
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build -tags "osusergo netgo" -ldflags '-extldflags "-static"' -o bin/skillrun-linux-arm64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runtime/skill ./cmd/skillrun; do \
 		GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o /dev/null $$p || exit 1; done

@@ -9,14 +9,16 @@ set -euo pipefail
 want_build=(libseccomp-dev pkg-config gcc make)
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 nodejs iproute2 procps psmisc util-linux strace)
 want_bench=(hyperfine gnuplot-nox time)
+want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 
 pkgs=("${want_build[@]}")
 case "${1:-build}" in
 build) ;;
 test) pkgs+=("${want_test[@]}") ;;
 bench) pkgs+=("${want_test[@]}" "${want_bench[@]}") ;;
-all) pkgs+=("${want_test[@]}" "${want_bench[@]}") ;;
-*) echo "usage: $0 build|test|bench|all" >&2; exit 2 ;;
+cross) pkgs+=("${want_cross[@]}") ;;
+all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}") ;;
+*) echo "usage: $0 build|test|bench|cross|all" >&2; exit 2 ;;
 esac
 
 missing=()
