@@ -83,10 +83,10 @@ write_true_config() {
 	}' >"$dir/config.json"
 }
 
-# runtime_version NAME PATH: the first meaningful version line (runc/crun/skillrun print several).
+# runtime_version NAME PATH: the version and commit lines of a runtime, joined on one line.
 runtime_version() {
 	local name=$1 path=$2 out
-	out=$("$path" --version 2>/dev/null | head -n 1) || true
+	out=$("$path" --version 2>/dev/null | head -n 2 | paste -sd ',' - | sed 's/,/, /') || true
 	[ -n "$out" ] || out="$name (version unknown)"
 	printf '%s\n' "$out"
 }
