@@ -318,7 +318,7 @@ targets() {
 	s_cold=$(median cold skillrun) r_cold=$(median cold runc) s_start=$(median start skillrun)
 	sk=$(median skill skillrun) py=$(median skill python3)
 	check() { if [ -z "$2" ]; then echo "| $1 | not measured | - |"; else awk -v d="$1" -v v="$2" -v ok="$3" 'BEGIN {printf "| %s | %s | %s |\n", d, v, ok ? "met" : "MISSED"}'; fi; }
-	echo "| target | measured | |"
+	echo "| target | measured | result |"
 	echo "|---|---|---|"
 	if [ -n "$s_cold" ]; then
 		check "skillrun cold-run median <= runc's ($r_cold ms)" "$s_cold ms" "$(awk -v a="$s_cold" -v b="$r_cold" 'BEGIN {print a <= b}')"
@@ -350,26 +350,31 @@ targets | md2txt
 # --- docs + chart ---------------------------------------------------------------------------------
 chart() {
 	local png=$1 data=$out/chart.dat
-	# label, median, min, p95, colour index (one per peer)
-	awk -F'\t' '($1 == "cold" || $1 == "create" || $1 == "start" || $1 == "skill") && $5 != "-" {
+	# label, median, min, p95, colour index (one per peer); grouped by scenario.
+	awk -F'\t' 'BEGIN {split("cold create start skill", o, " "); for (i in o) rank[o[i]] = i}
+		($1 in rank) && $5 != "-" {
 		c = ($2 == "skillrun" || $2 == "skillrun-run") ? 1 : ($2 == "runc") ? 2 : ($2 == "crun") ? 3 : ($2 == "floor" || $2 == "python3") ? 4 : 5
-		printf "\"%s %s\"\t%s\t%s\t%s\t%d\n", $1, $2, $5, $4, $6, c}' "$tsv" >"$data"
+		printf "%d\t%d\t\"%s %s\"\t%s\t%s\t%s\t%d\n", rank[$1], NR, $1, $2, $5, $4, $6, c}' "$tsv" |
+		sort -n -k1,1 -k2,2 | cut -f3- >"$data"
 	gnuplot <<-EOF
 		set terminal png size 1100,560 font ",10"
 		set output "$png"
-		set title "skillrun vs peers: median wall time, whiskers min..p95 (log scale, ms)\n$(machine_line), $(date -u +%Y-%m-%d)"
+		set title "skillrun vs peers: median wall time, whiskers min..p95 (log scale, ms)\n$(machine_line), $(date -u +%Y-%m-%d)" noenhanced
 		set logscale y
 		set ylabel "ms"
 		set grid ytics
-		set style fill solid 0.7 border -1
-		set boxwidth 0.7
-		set xtics rotate by -40 scale 0 font ",9"
+		set style fill solid 0.8 border -1
+		set xtics rotate by -40 scale 0 font ",9" noenhanced
 		set key off
-		set palette defined (1 "#1f77b4", 2 "#ff7f0e", 3 "#2ca02c", 4 "#7f7f7f", 5 "#9467bd")
-		unset colorbox
-		set cbrange [1:5]
+		set linetype 1 lc rgb "#1f77b4"
+		set linetype 2 lc rgb "#ff7f0e"
+		set linetype 3 lc rgb "#2ca02c"
+		set linetype 4 lc rgb "#7f7f7f"
+		set linetype 5 lc rgb "#9467bd"
 		set yrange [0.3:*]
-		plot "$data" using 0:2:5:xtic(1) with boxes lc palette, \
+		set rmargin 8
+		set label 1 "blue: skillrun  orange: runc  green: crun  grey: floor / python3  purple: bwrap" at graph 0.01, graph 0.96 font ",9"
+		plot "$data" using 0:2:(0.7):5:xtic(1) with boxes lc variable, \
 		     "" using 0:2:3:4 with yerrorbars lc rgb "black" pt -1
 	EOF
 }
