@@ -398,7 +398,9 @@ profile_notes() {
 		  `github.com/santhosh-tekuri/jsonschema/v6`'s package init, which compiles the draft meta-schemas
 		  eagerly: 3.1 ms, 1.7 MB and 21k allocations per process (`GODEBUG=inittrace=1`), about 12% of
 		  all samples of a cold run and 31% of `skill bundle`. `skillrun --version` costs 9.3 ms CPU vs
-		  4.0 ms for runc 1.5.2. A cold run starts the binary twice, a skill run more.
+		  4.0 ms for runc 1.5.2. A cold run starts the binary twice, a skill run more. Fixed in 4584eb2
+		  (google/jsonschema-go, 0.12 ms init): `--version` 4.1 ms CPU, cold run 23.8 ms CPU / 1616
+		  faults vs runc 1.5.2's 25.1 ms / 1752, same elapsed time (30.5 ms, machine busy).
 		- The rest of the gap to runc 1.1.5 is libcontainer 1.5 itself (runc 1.5.2 has the same syscall
 		  profile): every mount target is resolved and verified through openat2/pathrs-lite and private
 		  procfs handles (fsopen/fsmount) against the 2025 /proc races; 1.1.5 makes 35% fewer syscalls.
