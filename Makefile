@@ -7,7 +7,7 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 # Static, with seccomp: libseccomp.a linked in; pure-Go user/DNS lookups so
 # glibc's NSS is never dlopen'ed from a static binary.
-TAGS := seccomp osusergo netgo
+TAGS := seccomp osusergo netgo urfave_cli_no_docs
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT) -extldflags "-static"
 GOFLAGS_BUILD := -trimpath -buildvcs=false
 

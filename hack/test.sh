@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-TAGS="seccomp osusergo netgo"
+TAGS="seccomp osusergo netgo urfave_cli_no_docs"
 export GOFLAGS=${GOFLAGS:-}
 
 if [ "$(id -u)" -eq 0 ]; then

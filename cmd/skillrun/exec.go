@@ -59,8 +59,7 @@ func execCommand(e *env) *cli.Command {
 				Stdio:         runtime.Stdio{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr},
 			}
 			if !opts.Detach {
-				sigs := make(chan os.Signal, 128)
-				signal.Notify(sigs)
+				sigs := notifyAll()
 				defer signal.Stop(sigs)
 				opts.Signals = sigs
 			}

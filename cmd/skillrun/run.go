@@ -49,8 +49,7 @@ func runCommand(e *env) *cli.Command {
 				Keep:       c.Bool("keep"),
 			}
 			if !opts.Detach {
-				sigs := make(chan os.Signal, 128)
-				signal.Notify(sigs)
+				sigs := notifyAll()
 				defer signal.Stop(sigs)
 				opts.Signals = sigs
 			}
@@ -77,4 +76,14 @@ func generatedID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "skillrun-" + hex.EncodeToString(b)
+}
+
+// notifyAll returns a channel that receives every signal once
+// registration completes. Registering all ~65 signals costs 1-2 ms, so it
+// happens in the background while the container is set up, as runc does;
+// a signal that arrives before then gets its default action.
+func notifyAll() chan os.Signal {
+	sigs := make(chan os.Signal, 128)
+	go signal.Notify(sigs)
+	return sigs
 }
