@@ -461,7 +461,7 @@ known_reason() {
 	linux_rootfs_propagation) echo "runc 1.1 does not apply rootfsPropagation \"shared\" to the container root" ;;
 	linux_seccomp) echo "the test denies getcwd with errno; runtimetest then fails its own cwd check (\"seccomp action is added correctly\"); crun passes" ;;
 	misc_props) echo "test bug: its second bundle has no /runtimetest (stat /runtimetest: no such file)" ;;
-	pidfile) echo "runc: \"container not running\" from the test's state call right after create --pid-file" ;;
+	pidfile) echo "racy test: the container runs \`true\`, the test then kills it; once \`true\` has exited, kill fails with \"container not running\" (flaky for every runtime)" ;;
 	start) echo "case 7: the test expects the process output before start returns (every runtime)" ;;
 	process_capabilities) echo "host: this VM's bounding set lacks capabilities the test asks for (unable to apply caps: operation not permitted)" ;;
 	process_capabilities_fail) echo "the runtime rightly refuses the bad capability, but the program exits 1 after its cases (every runtime)" ;;
