@@ -457,15 +457,16 @@ func (e *engine) Kill(ctx context.Context, id string, sig syscall.Signal, all bo
 		return err
 	}
 	if all {
+		// runc: --all on a container with nothing left to signal succeeds.
 		if !groupIsOurs(st) {
-			return fmt.Errorf("kill container %q: %w", id, runtime.ErrNotRunning)
+			return nil
 		}
 		if pids, err := groupPids(st.Pid); err == nil && len(pids) == 0 {
-			return fmt.Errorf("kill container %q: %w", id, runtime.ErrNotRunning)
+			return nil
 		}
 		if err := syscall.Kill(-st.Pid, sig); err != nil {
 			if errors.Is(err, syscall.ESRCH) {
-				return fmt.Errorf("kill container %q: %w", id, runtime.ErrNotRunning)
+				return nil
 			}
 			return fmt.Errorf("kill container %q: %w", id, err)
 		}
@@ -494,6 +495,12 @@ func (e *engine) Delete(ctx context.Context, id string, force bool) error {
 	defer unlock()
 	st, err := e.load(id)
 	if err != nil {
+		if force && errors.Is(err, runtime.ErrNotExist) {
+			// runc: a half-created directory is removed, and delete
+			// --force of a missing container succeeds.
+			_ = removeAll(e.dir(id))
+			return nil
+		}
 		return err
 	}
 	if status := e.status(st); status == runtime.StatusRunning && !force {
@@ -543,6 +550,7 @@ func (e *engine) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 	if opts.Detach {
 		return 0, nil
 	}
+	var ctxErr error
 	for {
 		select {
 		case sig := <-opts.Signals:
@@ -551,15 +559,23 @@ func (e *engine) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 			}
 			continue
 		case <-ctx.Done():
+			// Kill the whole group, then report like Linux: the status of
+			// the killed init (137) and the context's error.
 			syscall.Kill(-c.pid, syscall.SIGKILL)
 			<-c.done
-			e.Delete(context.WithoutCancel(ctx), id, true)
-			return 1, fmt.Errorf("run container %q: %w", id, ctx.Err())
+			ctxErr = fmt.Errorf("run container %q: container killed: %w", id, ctx.Err())
 		case <-c.done:
 		}
 		break
 	}
 	status := exitStatus(c.state)
+	if ctxErr != nil {
+		if opts.Exit != nil {
+			fillExit(opts.Exit, c.state, time.Since(begin))
+		}
+		e.Delete(context.WithoutCancel(ctx), id, true)
+		return status, ctxErr
+	}
 	if opts.Exit != nil {
 		fillExit(opts.Exit, c.state, time.Since(begin))
 	}
