@@ -109,15 +109,11 @@ func (e *engine) loadSpec(opts runtime.CreateOpts) (*specs.Spec, string, error) 
 	if opts.Spec != nil {
 		return opts.Spec, bundle, nil
 	}
-	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	s, err := runtime.LoadBundle(bundle)
 	if err != nil {
-		return nil, "", fmt.Errorf("load bundle %q: %w", bundle, err)
+		return nil, "", err
 	}
-	var s specs.Spec
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, "", fmt.Errorf("load bundle %q: parse config.json: %w", bundle, err)
-	}
-	return &s, bundle, nil
+	return s, bundle, nil
 }
 
 func (e *engine) create(ctx context.Context, id string, opts runtime.CreateOpts) (*child, error) {
@@ -490,17 +486,17 @@ func (e *engine) Kill(ctx context.Context, id string, sig syscall.Signal, all bo
 func (e *engine) Delete(ctx context.Context, id string, force bool) error {
 	unlock, err := e.lock(id)
 	if err != nil {
-		return err
-	}
-	defer unlock()
-	st, err := e.load(id)
-	if err != nil {
 		if force && errors.Is(err, runtime.ErrNotExist) {
 			// runc: a half-created directory is removed, and delete
 			// --force of a missing container succeeds.
 			_ = removeAll(e.dir(id))
 			return nil
 		}
+		return err
+	}
+	defer unlock()
+	st, err := e.load(id)
+	if err != nil {
 		return err
 	}
 	if status := e.status(st); status == runtime.StatusRunning && !force {
