@@ -171,14 +171,17 @@ func TestLifecycle(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"state":        func() error { _, err := e.State(ctx, "c1"); return err }(),
-		"delete":       e.Delete(ctx, "c1", false),
-		"delete force": e.Delete(ctx, "c1", true),
-		"start":        e.Start(ctx, "c1"),
-		"kill":         e.Kill(ctx, "c1", syscall.SIGKILL, true),
+		"delete": e.Delete(ctx, "c1", false),
+		"start":  e.Start(ctx, "c1"),
+		"kill":   e.Kill(ctx, "c1", syscall.SIGKILL, true),
 	} {
 		if !errors.Is(err, runtime.ErrNotExist) || !strings.Contains(err.Error(), "does not exist") {
 			t.Errorf("%s after delete: %v, want ErrNotExist", name, err)
 		}
+	}
+	// runc: delete --force of a missing container succeeds.
+	if err := e.Delete(ctx, "c1", true); err != nil {
+		t.Errorf("delete --force after delete: %v", err)
 	}
 }
 
