@@ -170,7 +170,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("state directory left: %v", err)
 	}
 	for name, err := range map[string]error{
-		"state":        func() error { _, err := e.State(ctx, "c1"); return err }(),
+		"state":  func() error { _, err := e.State(ctx, "c1"); return err }(),
 		"delete": e.Delete(ctx, "c1", false),
 		"start":  e.Start(ctx, "c1"),
 		"kill":   e.Kill(ctx, "c1", syscall.SIGKILL, true),
