@@ -108,6 +108,9 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			config.Labels[i] = "bundle=" + bundle
 		}
 	}
+	for _, w := range relaxConfig(config) {
+		r.warn(w)
+	}
 	c, err := libcontainer.Create(r.root, id, config)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrExist) {

@@ -1,0 +1,32 @@
+//go:build linux
+
+package linux
+
+import (
+	"testing"
+
+	devices "github.com/opencontainers/cgroups/devices/config"
+	"github.com/opencontainers/runc/libcontainer/configs"
+	"golang.org/x/sys/unix"
+)
+
+func TestRelaxConfig(t *testing.T) {
+	fifo := &devices.Device{Path: "/dev/f", Rule: devices.Rule{Type: devices.FifoDevice, Major: 8, Minor: 666}}
+	char := &devices.Device{Path: "/dev/c", Rule: devices.Rule{Type: devices.CharDevice, Major: 1, Minor: 3}}
+	bind := &configs.Mount{Destination: "/etc", Flags: unix.MS_BIND, Data: "mode=755,size=1k"}
+	tmpfs := &configs.Mount{Destination: "/tmp", Device: "tmpfs", Data: "size=1k"}
+	c := &configs.Config{Devices: []*devices.Device{fifo, char}, Mounts: []*configs.Mount{bind, tmpfs}}
+	warns := relaxConfig(c)
+	if fifo.Major != 0 || fifo.Minor != 0 {
+		t.Errorf("fifo keeps %d:%d", fifo.Major, fifo.Minor)
+	}
+	if char.Major != 1 || char.Minor != 3 {
+		t.Errorf("char device changed to %d:%d", char.Major, char.Minor)
+	}
+	if bind.Data != "" || tmpfs.Data != "size=1k" {
+		t.Errorf("bind data %q, tmpfs data %q", bind.Data, tmpfs.Data)
+	}
+	if len(warns) != 1 {
+		t.Errorf("warnings %q, want one for the bind", warns)
+	}
+}
