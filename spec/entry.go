@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Entry point kinds.
@@ -89,7 +90,8 @@ func classify(dir, rel string) (Entry, error) {
 	if real != dir && !strings.HasPrefix(real, dir+string(filepath.Separator)) {
 		return e, fmt.Errorf("%q resolves outside the skill folder", rel)
 	}
-	f, err := os.Open(real)
+	// O_NONBLOCK: a FIFO must not block Load; it is refused below.
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return e, fmt.Errorf("%q: %w", rel, unwrapPath(err))
 	}
@@ -99,7 +101,7 @@ func classify(dir, rel string) (Entry, error) {
 		return e, fmt.Errorf("%q: %w", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return e, fmt.Errorf("%q is not a regular file", rel)
+		return e, fmt.Errorf("%q is not a regular file (%s)", rel, fileKind(fi.Mode()))
 	}
 	head := make([]byte, 256)
 	n, _ := io.ReadFull(f, head)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,9 +55,9 @@ func (s *Skill) resolveInput() error {
 	switch {
 	case s.Manifest.Input.Schema != "":
 		rel := s.Manifest.Input.Schema
-		data, err := os.ReadFile(filepath.Join(s.Dir, filepath.FromSlash(rel)))
+		data, err := readSkillFile(s.Dir, rel, MaxSchemaSize)
 		if err != nil {
-			return fmt.Errorf("%s: input.schema: %q: %w", ManifestFile, rel, unwrapPath(err))
+			return fmt.Errorf("%s: input.schema: %q: %w", ManifestFile, rel, err)
 		}
 		sch, err := compileSchema(data)
 		if err != nil {
@@ -68,9 +66,9 @@ func (s *Skill) resolveInput() error {
 		s.compiled = sch
 		in.Schema, in.Source, in.Mode = compactJSON(data), SchemaDeclared, InputStdin
 	case s.Entry.Kind == KindPython:
-		src, err := os.ReadFile(filepath.Join(s.Dir, filepath.FromSlash(s.Entry.Path)))
+		src, err := readSkillFile(s.Dir, s.Entry.Path, MaxEntryScanSize)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.Entry.Path, unwrapPath(err))
+			return fmt.Errorf("%s: %w", s.Entry.Path, err)
 		}
 		args, schema, ok := InferArgparse(src)
 		if ok {

@@ -101,9 +101,12 @@ type Bytes int64
 
 // UnmarshalYAML parses a size.
 func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return nodeError(n, "must be a size (e.g. 65536, 512Mi, 1G)")
+	}
 	v, err := ParseBytes(n.Value)
 	if err != nil {
-		return err
+		return nodeError(n, err.Error())
 	}
 	*b = Bytes(v)
 	return nil
@@ -137,12 +140,21 @@ type Duration time.Duration
 
 // UnmarshalYAML parses a duration.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return nodeError(n, "must be a duration (e.g. 30s, 2m)")
+	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("invalid duration %q (want e.g. 30s, 2m)", n.Value)
+		return nodeError(n, fmt.Sprintf("invalid duration %q (want e.g. 30s, 2m)", n.Value))
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// nodeError is a decoding error of one value: a *yaml.TypeError, so that
+// the decoder goes on and reports every bad value, with its line.
+func nodeError(n *yaml.Node, msg string) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %s", n.Line, msg)}}
 }
 
 // MarshalJSON writes the duration in milliseconds.
@@ -154,7 +166,7 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 // zero manifest.
 func loadManifest(dir string) (Manifest, string, error) {
 	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	data, err := readSkillFile(dir, ManifestFile, MaxManifestSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, "", nil
 	}
@@ -175,7 +187,7 @@ func ParseManifest(data []byte) (Manifest, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-		return m, fmt.Errorf("%s: %s", ManifestFile, yamlError(err))
+		return m, fmt.Errorf("%s: %s", ManifestFile, yamlErrorIn(data, err))
 	}
 	if err := m.check(); err != nil {
 		return m, err
@@ -183,13 +195,65 @@ func ParseManifest(data []byte) (Manifest, error) {
 	return m, nil
 }
 
-// yamlError flattens yaml.v3's multi-line type errors into one line.
-func yamlError(err error) string {
+// yamlErrorIn flattens yaml.v3's multi-line type errors into one line and,
+// when the document data is given, names the key of each "line N: ..."
+// error ("line 3: limits.memory: invalid size ..."). Unknown-key errors
+// keep yaml's wording, which names the key already.
+func yamlErrorIn(data []byte, err error) string {
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
+	if !errors.As(err, &te) {
+		return oneLine(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	return strings.TrimPrefix(err.Error(), "yaml: ")
+	var paths map[int]string
+	if data != nil {
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) == nil {
+			paths = map[int]string{}
+			keyPaths(&root, "", paths)
+		}
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		var line int
+		if _, err := fmt.Sscanf(e, "line %d:", &line); err == nil && paths[line] != "" {
+			prefix := fmt.Sprintf("line %d: ", line)
+			if rest := strings.TrimPrefix(e, prefix); !strings.HasPrefix(rest, "field ") {
+				e = prefix + paths[line] + ": " + rest
+			}
+		}
+		msgs[i] = oneLine(e)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// keyPaths records, for each line of a YAML document, the dotted path of
+// the key on it or whose value starts on it: the outermost one for flow
+// style ("a: {b: 1}" is a), the innermost for block style.
+func keyPaths(n *yaml.Node, prefix string, out map[int]string) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			keyPaths(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := keyName(k.Value)
+			if prefix != "" {
+				p = prefix + "." + p
+			}
+			lines := []int{k.Line}
+			if v.Kind == yaml.ScalarNode || v.Kind == yaml.AliasNode || v.Style&yaml.FlowStyle != 0 {
+				lines = append(lines, v.Line)
+			}
+			for _, l := range lines {
+				if _, ok := out[l]; !ok {
+					out[l] = p
+				}
+			}
+			keyPaths(v, p, out)
+		}
+	}
 }
 
 var (

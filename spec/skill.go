@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -84,7 +86,7 @@ func Load(dir string) (*Skill, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("skill folder %q: not a directory", dir)
 	}
-	data, err := os.ReadFile(filepath.Join(abs, SkillFile))
+	data, err := readSkillFile(abs, SkillFile, MaxSkillMDSize)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("skill folder %q: no %s", dir, SkillFile)
@@ -141,7 +143,7 @@ func (s *Skill) parseSkillMD(data []byte, folder string) []error {
 	// The leading newline stands for the opening "---" so that YAML line
 	// numbers are SKILL.md line numbers.
 	if err := yaml.Unmarshal([]byte("\n"+header), &fm); err != nil {
-		return []error{fail("", "front matter: %v", err)}
+		return []error{fail("", "front matter: %s", yamlErrorIn([]byte("\n"+header), err))}
 	}
 	var errs []error
 	switch {
@@ -223,6 +225,17 @@ func checkName(name, folder string) error {
 	return nil
 }
 
+// keyName prints a YAML key as it is when it is plain, quoted otherwise,
+// so that an error message stays on one line.
+func keyName(k string) string {
+	for _, r := range k {
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || !unicode.IsPrint(r) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
 // stringMap decodes a YAML mapping whose keys and values are strings.
 func stringMap(n *yaml.Node) (map[string]string, error) {
 	if n.Kind != yaml.MappingNode {
@@ -233,7 +246,7 @@ func stringMap(n *yaml.Node) (map[string]string, error) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-			problems = append(problems, fmt.Sprintf("%s: line %d: value must be a string", k.Value, v.Line))
+			problems = append(problems, fmt.Sprintf("%s: line %d: value must be a string", keyName(k.Value), v.Line))
 			continue
 		}
 		m[k.Value] = v.Value

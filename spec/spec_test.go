@@ -90,7 +90,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown manifest key", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "limits:\n  memroy: 1G\n"}, []string{"sandbox.yaml:", "field memroy not found"}},
 		{"bad manifest values", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "entry: ../x.py\nenv: [PATH, 9X]\nnetwork:\n  hosts: ['a b']\nfilesystem:\n  workspace: maybe\n  writable: [/usr/x, rel]\nlimits:\n  memory: 1Mi\n  pids: 1\n"},
 			[]string{"sandbox.yaml: entry: \"../x.py\" leaves the skill folder", "sandbox.yaml: env: \"PATH\" is set by the sandbox", `sandbox.yaml: env: "9X" is not a valid`, `network.hosts: "a b"`, `filesystem.workspace: "maybe"`, `"/usr/x" is inside /usr`, `"rel" must be a clean absolute path`, "limits.memory:", "limits.pids:"}},
-		{"bad size", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "limits:\n  memory: lots\n"}, []string{`sandbox.yaml: invalid size "lots"`}},
+		{"bad size", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "limits:\n  memory: lots\n"}, []string{`sandbox.yaml: line 2: limits.memory: invalid size "lots"`}},
 		{"declared entry missing", "demo", map[string]string{"SKILL.md": okSkillMD, "sandbox.yaml": "entry: scripts/go.py\n"}, []string{`sandbox.yaml: entry: "scripts/go.py": no such file`}},
 		{"unknown interpreter", "demo", map[string]string{"SKILL.md": okSkillMD, "sandbox.yaml": "entry: tool\n", "tool": "#!/usr/bin/ruby\n"}, []string{`unsupported interpreter "/usr/bin/ruby"`}},
 		{"no way to run", "demo", map[string]string{"SKILL.md": okSkillMD, "sandbox.yaml": "entry: tool\n", "tool": "plain text\n"}, []string{"cannot tell how to run it"}},
