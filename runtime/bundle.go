@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -23,7 +24,9 @@ const maxConfigSize = 16 << 20
 // and, for JSON errors, the byte offset.
 func LoadBundle(bundle string) (*specs.Spec, error) {
 	path := filepath.Join(bundle, ConfigName)
-	f, err := os.Open(path)
+	// O_NONBLOCK: a FIFO planted as config.json must not block the
+	// runtime; it is refused below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("JSON specification file %s not found", path)
@@ -31,6 +34,11 @@ func LoadBundle(bundle string) (*specs.Spec, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (mode %s)", path, fi.Mode().Type())
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParseSpecErrors(t *testing.T) {
@@ -40,5 +42,24 @@ func TestLoadBundleNamesFile(t *testing.T) {
 	}
 	if _, err := LoadBundle(dir); err == nil || !strings.Contains(err.Error(), "config.json") {
 		t.Fatalf("bad config: %v", err)
+	}
+}
+
+// TestLoadBundleFIFO: a FIFO planted as config.json is refused at once,
+// naming the file (it used to block the runtime forever on open).
+func TestLoadBundleFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "config.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadBundle(dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "config.json: not a regular file") {
+			t.Fatalf("FIFO config: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadBundle blocked on a FIFO config.json")
 	}
 }
