@@ -111,6 +111,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	for _, w := range relaxConfig(config) {
 		r.warn(w)
 	}
+	poststart := takePoststart(config)
 	c, err := libcontainer.Create(r.root, id, config)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrExist) {
@@ -126,6 +127,11 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			_ = c.Destroy()
 		}
 	}()
+	if !run {
+		if err := savePoststart(r.stateDir(id), poststart); err != nil {
+			return nil, err
+		}
+	}
 
 	p, err := newProcess(spec.Process, true)
 	if err != nil {
@@ -167,6 +173,9 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			pio.close()
 			return nil, err
 		}
+	}
+	if run {
+		runPoststart(c, poststart, r.warn)
 	}
 	st, err := c.State()
 	cg := err == nil && len(st.CgroupPaths) > 0 && useCgroups
@@ -249,7 +258,15 @@ func (r *Runtime) Start(_ context.Context, id string) error {
 	}
 	switch status {
 	case libcontainer.Created:
-		return mapErr(c.Exec())
+		hooks, err := loadPoststart(r.stateDir(id))
+		if err != nil {
+			return err
+		}
+		if err := c.Exec(); err != nil {
+			return mapErr(err)
+		}
+		runPoststart(c, hooks, r.warn)
+		return nil
 	case libcontainer.Stopped:
 		return errors.New("cannot start a container that has stopped")
 	case libcontainer.Running:
@@ -286,7 +303,7 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 // destroy removes a container's state, cgroups and lock.
 func (r *Runtime) destroy(id string, c *libcontainer.Container) error {
 	lk, lerr := r.lock(id)
-	err := c.Destroy()
+	err := destroyWarnHooks(c, r.stateDir(id), r.warn)
 	if lerr == nil {
 		lk.remove()
 	}

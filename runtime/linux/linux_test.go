@@ -3,10 +3,12 @@
 package linux
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -84,5 +86,56 @@ func writeSpec(t *testing.T, dir string, s *specs.Spec) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, runtime.ConfigName), data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPoststartHooks checks the runtime-spec semantics libcontainer does
+// not have: poststart hooks run at start (not create), with the state
+// "running", and a failing one is only a warning.
+func TestPoststartHooks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs a real container")
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("needs busybox-static for the test rootfs")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hook.out")
+	s := ExampleSpec(false)
+	s.Root.Path = busyboxRootfs(t, bb)
+	s.Process.Terminal = false
+	s.Process.Args = []string{"sleep", "30"}
+	s.Hooks = &specs.Hooks{Poststart: []specs.Hook{
+		{Path: "/bin/false"},
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "cat > " + out}},
+	}}
+	writeSpec(t, dir, s)
+	var warns []string
+	r, err := New(runtime.Options{Root: t.TempDir(), Warn: func(m string) { warns = append(warns, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := r.Create(ctx, "hooks", runtime.CreateOpts{Bundle: dir}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Delete(ctx, "hooks", true) })
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("poststart hook ran at create")
+	}
+	if err := r.Start(ctx, "hooks"); err != nil {
+		t.Fatalf("start with a failing poststart hook: %v", err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("second poststart hook did not run: %v", err)
+	}
+	var st specs.State
+	if err := json.Unmarshal(data, &st); err != nil || st.Status != specs.StateRunning || st.ID != "hooks" {
+		t.Fatalf("hook stdin = %s (%v), want the state with status running", data, err)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "poststart hook #0") {
+		t.Fatalf("warnings = %q, want one for hook #0", warns)
 	}
 }

@@ -51,7 +51,7 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 		return mapErr(err)
 	}
 	if force {
-		err = killAndDestroy(c)
+		err = killAndDestroy(c, r.stateDir(id), r.warn)
 	} else {
 		var status libcontainer.Status
 		status, err = c.Status()
@@ -59,9 +59,9 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 		case err != nil:
 			err = mapErr(err)
 		case status == libcontainer.Stopped:
-			err = c.Destroy()
+			err = destroyWarnHooks(c, r.stateDir(id), r.warn)
 		case status == libcontainer.Created:
-			err = killAndDestroy(c)
+			err = killAndDestroy(c, r.stateDir(id), r.warn)
 		default:
 			err = fmt.Errorf("cannot delete container %s that is not stopped: %s", id, status)
 		}
@@ -76,7 +76,7 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 
 // killAndDestroy SIGKILLs the container, waits for its init to die (a
 // pidfd, not a polling loop) and removes it.
-func killAndDestroy(c *libcontainer.Container) error {
+func killAndDestroy(c *libcontainer.Container, stateDir string, warn func(string)) error {
 	st, err := c.State()
 	if err != nil {
 		return mapErr(err)
@@ -101,7 +101,7 @@ func killAndDestroy(c *libcontainer.Container) error {
 			break
 		}
 	}
-	return c.Destroy()
+	return destroyWarnHooks(c, stateDir, warn)
 }
 
 // Kill implements runtime.Runtime.
