@@ -111,7 +111,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	for _, w := range relaxConfig(config) {
 		r.warn(w)
 	}
-	poststart := takePoststart(config)
+	hooks := takeHooks(config)
 	c, err := libcontainer.Create(r.root, id, config)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrExist) {
@@ -127,10 +127,8 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			_ = c.Destroy()
 		}
 	}()
-	if !run {
-		if err := savePoststart(r.stateDir(id), poststart); err != nil {
-			return nil, err
-		}
+	if err := saveHooks(r.stateDir(id), hooks); err != nil {
+		return nil, err
 	}
 
 	p, err := newProcess(spec.Process, true)
@@ -175,7 +173,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		}
 	}
 	if run {
-		runPoststart(c, poststart, r.warn)
+		runPoststart(c, hooks, r.warn)
 	}
 	st, err := c.State()
 	cg := err == nil && len(st.CgroupPaths) > 0 && useCgroups
@@ -258,7 +256,7 @@ func (r *Runtime) Start(_ context.Context, id string) error {
 	}
 	switch status {
 	case libcontainer.Created:
-		hooks, err := loadPoststart(r.stateDir(id))
+		hooks, err := loadHooks(r.stateDir(id))
 		if err != nil {
 			return err
 		}
@@ -303,7 +301,7 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 // destroy removes a container's state, cgroups and lock.
 func (r *Runtime) destroy(id string, c *libcontainer.Container) error {
 	lk, lerr := r.lock(id)
-	err := destroyWarnHooks(c, r.stateDir(id), r.warn)
+	err := destroyContainer(c, r.stateDir(id), r.warn)
 	if lerr == nil {
 		lk.remove()
 	}

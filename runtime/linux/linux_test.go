@@ -106,9 +106,13 @@ func TestPoststartHooks(t *testing.T) {
 	s.Root.Path = busyboxRootfs(t, bb)
 	s.Process.Terminal = false
 	s.Process.Args = []string{"sleep", "30"}
+	stopped := filepath.Join(dir, "poststop.out")
 	s.Hooks = &specs.Hooks{Poststart: []specs.Hook{
 		{Path: "/bin/false"},
 		{Path: "/bin/sh", Args: []string{"sh", "-c", "cat > " + out}},
+	}, Poststop: []specs.Hook{
+		{Path: "/bin/false"},
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "cat > " + stopped}},
 	}}
 	writeSpec(t, dir, s)
 	var warns []string
@@ -137,5 +141,18 @@ func TestPoststartHooks(t *testing.T) {
 	}
 	if len(warns) != 1 || !strings.Contains(warns[0], "poststart hook #0") {
 		t.Fatalf("warnings = %q, want one for hook #0", warns)
+	}
+	if err := r.Delete(ctx, "hooks", true); err != nil {
+		t.Fatalf("delete with a failing poststop hook: %v", err)
+	}
+	data, err = os.ReadFile(stopped)
+	if err != nil {
+		t.Fatalf("second poststop hook did not run: %v", err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.Status != specs.StateStopped {
+		t.Fatalf("poststop stdin = %s (%v), want status stopped", data, err)
+	}
+	if len(warns) != 2 || !strings.Contains(warns[1], "poststop hook #0") {
+		t.Fatalf("warnings = %q, want a second one for poststop hook #0", warns)
 	}
 }

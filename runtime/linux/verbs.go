@@ -59,7 +59,7 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 		case err != nil:
 			err = mapErr(err)
 		case status == libcontainer.Stopped:
-			err = destroyWarnHooks(c, r.stateDir(id), r.warn)
+			err = destroyContainer(c, r.stateDir(id), r.warn)
 		case status == libcontainer.Created:
 			err = killAndDestroy(c, r.stateDir(id), r.warn)
 		default:
@@ -101,7 +101,7 @@ func killAndDestroy(c *libcontainer.Container, stateDir string, warn func(string
 			break
 		}
 	}
-	return destroyWarnHooks(c, stateDir, warn)
+	return destroyContainer(c, stateDir, warn)
 }
 
 // Kill implements runtime.Runtime.
