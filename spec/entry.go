@@ -90,7 +90,14 @@ func classify(dir, rel string) (Entry, error) {
 	if real != dir && !strings.HasPrefix(real, dir+string(filepath.Separator)) {
 		return e, fmt.Errorf("%q resolves outside the skill folder", rel)
 	}
-	// O_NONBLOCK: a FIFO must not block Load; it is refused below.
+	// Never open a device or a FIFO (opening one can have effects); the
+	// fstat below catches a swap after this check.
+	if fi, err := os.Stat(real); err != nil {
+		return e, fmt.Errorf("%q: %w", rel, unwrapPath(err))
+	} else if !fi.Mode().IsRegular() {
+		return e, fmt.Errorf("%q is not a regular file (%s)", rel, fileKind(fi.Mode()))
+	}
+	// O_NONBLOCK: a FIFO swapped in must not block Load.
 	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return e, fmt.Errorf("%q: %w", rel, unwrapPath(err))

@@ -130,3 +130,23 @@ func TestYAMLErrorsOneLine(t *testing.T) {
 		assertOneLineError(t, err, tt.want...)
 	}
 }
+
+// TestValidateInputUTF8: input that is not UTF-8 is refused; before, the
+// schema checked the U+FFFD-replaced document while the skill got the raw
+// bytes.
+func TestValidateInputUTF8(t *testing.T) {
+	dir := writeSkill(t, "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "echo\n", "sandbox.yaml": "input:\n  schema: s.json\n",
+		"s.json": `{"type":"object","properties":{"a":{"type":"string","maxLength":1}}}`})
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"{\"a\": \"\xff\"}", "{\"a\": \"x\"}\xfe"} {
+		if _, err := s.ValidateInput([]byte(in)); err == nil || !strings.Contains(err.Error(), "input: not valid UTF-8") {
+			t.Errorf("ValidateInput(%q) = %v, want a UTF-8 error", in, err)
+		}
+	}
+	if _, err := s.ValidateInput([]byte(`{"a": "é"}`)); err != nil {
+		t.Errorf("valid UTF-8 refused: %v", err)
+	}
+}

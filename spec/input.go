@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -120,6 +121,12 @@ func compileSchema(data []byte) (*jsonschema.Resolved, error) {
 func (s *Skill) ValidateInput(input []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("{}")
+	}
+	// JSON text is UTF-8 (RFC 8259). Go's decoder would replace invalid
+	// bytes with U+FFFD, so the schema would check a different document
+	// than the raw bytes the skill receives.
+	if !utf8.Valid(input) {
+		return nil, errors.New("input: not valid UTF-8 (JSON text must be UTF-8)")
 	}
 	var obj map[string]any
 	dec := json.NewDecoder(bytes.NewReader(input))

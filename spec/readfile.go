@@ -43,6 +43,13 @@ func readSkillFile(dir, rel string, max int64) ([]byte, error) {
 	if real != dir && !strings.HasPrefix(real, dir+string(filepath.Separator)) {
 		return nil, errors.New("resolves outside the skill folder")
 	}
+	// Never open a device: opening one can have effects (a tape rewinds,
+	// a watchdog arms) even before a read.
+	if fi, err := os.Stat(real); err != nil {
+		return nil, unwrapPath(err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s)", errNotRegular, fileKind(fi.Mode()))
+	}
 	// O_NONBLOCK: opening a FIFO without a writer returns at once instead
 	// of waiting forever; the mode check below then refuses it.
 	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
