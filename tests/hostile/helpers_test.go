@@ -141,6 +141,11 @@ func newMode(t *testing.T, u *user.User) *mode {
 		t.Fatal(err)
 	}
 	m.dir = d
+	// As root the sandbox's host user (nobody) must traverse every parent
+	// of TMPDIR and of the skill folders.
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if os.Getenv("KEEP_TEST_FILES") == "" {
 			removeTree(d)
