@@ -201,3 +201,12 @@ type ExitInfo struct {
 	// its linux.resources limits were applied.
 	Cgroups bool `json:"cgroups"`
 }
+
+// Preparer is implemented by back ends that can start slow kernel work a
+// container will need before the container's configuration is known. A
+// caller about to create a container (the skill runner, before it writes
+// the bundle) calls Prepare as early as it can; calling it is never
+// required and calling it more than once is cheap.
+type Preparer interface {
+	Prepare()
+}

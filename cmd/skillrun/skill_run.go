@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/skill"
 )
 
@@ -38,6 +39,15 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			if format != "json" && format != "text" {
 				return e.usageError("--format: %q is not json or text", format)
 			}
+			rt, err := e.engine(c)
+			if err != nil {
+				return err
+			}
+			// Start the back end's slow kernel work while the skill is
+			// loaded and its bundle written.
+			if p, ok := rt.(runtime.Preparer); ok {
+				p.Prepare()
+			}
 			sk, err := e.loadSkill(c)
 			if err != nil {
 				return err
@@ -47,10 +57,6 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 				return err
 			}
 			input, err := e.readInput(c)
-			if err != nil {
-				return err
-			}
-			rt, err := e.engine(c)
 			if err != nil {
 				return err
 			}

@@ -45,9 +45,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err := runtime.ValidateID(id); err != nil {
 		return nil, err
 	}
-	if os.Geteuid() == 0 && !r.systemd {
-		prewarmCgroupAttach()
-	}
+	r.Prepare()
 	spec, bundle, err := loadSpec(o)
 	if err != nil {
 		return nil, err

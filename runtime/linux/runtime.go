@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 
 	"github.com/moby/sys/userns"
@@ -26,9 +27,25 @@ type Runtime struct {
 	systemd         bool
 	rootlessCgroups bool
 	warn            func(string)
+	prepared        sync.Once
 }
 
-var _ runtime.Runtime = (*Runtime)(nil)
+var (
+	_ runtime.Runtime  = (*Runtime)(nil)
+	_ runtime.Preparer = (*Runtime)(nil)
+)
+
+// Prepare implements runtime.Preparer: as root with the cgroupfs driver it
+// starts paying, in the background, the RCU grace period the container's
+// first cgroup migration would otherwise wait for (see
+// prewarmCgroupAttach). Only the first call does anything.
+func (r *Runtime) Prepare() {
+	r.prepared.Do(func() {
+		if os.Geteuid() == 0 && !r.systemd {
+			prewarmCgroupAttach()
+		}
+	})
+}
 
 // New returns the libcontainer back end for opts. It creates the state root
 // (0700) and refuses one owned by another user.
