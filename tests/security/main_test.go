@@ -520,7 +520,7 @@ func (o *outcome) wantCode(p *P, code int) {
 
 // procInfo is what the host sees of a process.
 type procInfo struct {
-	pid        int
+	pid, ppid  int
 	ruid, euid int
 	state      string
 	pidns      string
@@ -558,6 +558,8 @@ func readProc(pid int) (procInfo, bool) {
 			pi.euid, _ = strconv.Atoi(f[2])
 		case len(f) >= 2 && f[0] == "State:":
 			pi.state = f[1]
+		case len(f) >= 2 && f[0] == "PPid:":
+			pi.ppid, _ = strconv.Atoi(f[1])
 		}
 	}
 	pi.pidns, _ = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
@@ -566,15 +568,29 @@ func readProc(pid int) (procInfo, bool) {
 	return pi, true
 }
 
-// sandboxProcs are the host's processes of the sandbox user in another
-// pid namespace, plus every process whose command line holds the token.
-func sandboxProcs(sk *skill) []procInfo {
-	var out []procInfo
-	for _, pi := range scanProcs() {
-		if strings.Contains(pi.cmdline, sk.token) || (pi.ruid == sk.uid && pi.pidns != hostPidNS && pi.pidns != "") {
-			if pi.state == "Z" && !strings.Contains(pi.cmdline, sk.token) {
-				continue
+// sandboxProcs are the host's processes of the run: those whose command
+// line holds the token and their descendants, and as root (where the
+// sandbox has a host uid of its own) every process of that uid in another
+// pid namespace.
+func sandboxProcs(sk *skill, m *mode) []procInfo {
+	all := scanProcs()
+	in := map[int]bool{}
+	for _, pi := range all {
+		if strings.Contains(pi.cmdline, sk.token) || (!m.rootless() && pi.ruid == sk.uid && pi.pidns != hostPidNS && pi.pidns != "") {
+			in[pi.pid] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, pi := range all {
+			if !in[pi.pid] && in[pi.ppid] && pi.pidns != hostPidNS {
+				in[pi.pid], changed = true, true
 			}
+		}
+	}
+	var out []procInfo
+	for _, pi := range all {
+		if in[pi.pid] {
 			out = append(out, pi)
 		}
 	}
@@ -592,12 +608,12 @@ type sampler struct {
 	seen     map[int]procInfo
 }
 
-func startSampler(sk *skill, each func([]procInfo)) *sampler {
+func startSampler(sk *skill, m *mode, each func([]procInfo)) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{}), seen: map[int]procInfo{}}
 	go func() {
 		defer close(s.done)
 		for {
-			ps := sandboxProcs(sk)
+			ps := sandboxProcs(sk, m)
 			s.looks++
 			if len(ps) > s.peak {
 				s.peak = len(ps)
@@ -629,7 +645,7 @@ func (m *mode) assertNoLeftovers(p *P, sk *skill, tmp string) {
 	p.Helper()
 	var left []procInfo
 	for deadline := time.Now().Add(5 * time.Second); ; {
-		left = sandboxProcs(sk)
+		left = sandboxProcs(sk, m)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}

@@ -67,7 +67,7 @@ done()
 		var s *sampler
 		// The host samples the sandbox's processes every 5 ms.
 		o := m.run(p, sk, runOpts{input: mustJSON(map[string]any{"usr": usr}), during: func() {
-			s = startSampler(sk, func(ps []procInfo) {
+			s = startSampler(sk, m, func(ps []procInfo) {
 				for _, pi := range ps {
 					if strings.HasPrefix(pi.cmdline, "/skill/bin/sleep ") {
 						mu.Lock()

@@ -1,0 +1,253 @@
+//go:build integration
+
+package security_test
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// needCgroups skips a limit probe when the runtime could not enforce the
+// limit for this caller (rootless without delegated cgroups), with the
+// reason the result JSON gives; a result that claims enforcement without
+// cgroups fails.
+func needCgroups(p *P, m *mode, limit string) {
+	p.Helper()
+	if !m.rootless() {
+		return
+	}
+	sk := pyProbe(p, m, "lim", "done()\n", "")
+	o := m.skill(p, sk, "{}")
+	o.wantCode(p, 0)
+	l := o.res.Limits
+	if l == nil {
+		p.Fatalf("the result has no limits\n%s", o)
+	}
+	if l.Cgroups {
+		return
+	}
+	if !strings.Contains(strings.Join(l.NotEnforced, ","), limit) {
+		p.Fatalf("the result says cgroups=false but does not list %s in not_enforced\n%s", limit, o)
+	}
+	p.Skipf("skipped: the %s limit is not enforced rootless here (no delegated cgroups; the result reports not_enforced=%v)", limit, l.NotEnforced)
+}
+
+// rssAnon is a process' resident anonymous memory in bytes, from the
+// host (file pages are shared with the host's page cache).
+func rssAnon(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssAnon:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// TestResMemory: a memory bomb is stopped at the limit (exit 5, memory).
+func TestResMemory(t *testing.T) {
+	probe(t, "res/memory-bomb", func(p *P, m *mode) {
+		needCgroups(p, m, "memory")
+		sk := pyProbe(p, m, "mem", `
+hog = []
+while True:
+    hog.append(b"\x01" * (4 << 20))
+`, "limits:\n  memory: 64Mi\n  timeout: 20s\n")
+		var mu sync.Mutex
+		var peak int64
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() {
+			s = startSampler(sk, m, func(ps []procInfo) {
+				var sum int64
+				for _, pi := range ps {
+					sum += rssAnon(pi.pid)
+				}
+				mu.Lock()
+				if sum > peak {
+					peak = sum
+				}
+				mu.Unlock()
+			})
+		}})
+		s.Stop()
+		o.wantCode(p, 5)
+		if o.res.StoppedReason != "memory" || o.res.Limits == nil || o.res.Limits.MemoryBytes == nil || *o.res.Limits.MemoryBytes != 64<<20 {
+			p.Errorf("want stopped_reason memory and memory_bytes 64Mi\n%s", o)
+		}
+		if peak > 64<<20+(4<<20) {
+			p.Errorf("LEAK: the host saw the sandbox use %d bytes of memory, above the 64Mi limit", peak)
+		}
+		p.Logf("peak anonymous RSS seen from the host: %d MiB", peak>>20)
+	})
+}
+
+// TestResForkBomb: a fork bomb stops at the pids limit, the host never
+// sees more sandbox tasks than the limit, and none remains.
+func TestResForkBomb(t *testing.T) {
+	probe(t, "res/fork-bomb", func(p *P, m *mode) {
+		needCgroups(p, m, "pids")
+		sk := pyProbe(p, m, "fork", `
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    sys.stderr.write("forked %d: %s\n" % (n, e))
+    sys.exit(1)
+`, "limits:\n  pids: 32\n  timeout: 20s\n")
+		before := len(scanProcs())
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() { s = startSampler(sk, m, nil) }})
+		s.Stop()
+		o.wantCode(p, 3)
+		if o.res.StoppedReason != "pids" {
+			p.Errorf("want stopped_reason pids\n%s", o)
+		}
+		if s.peak > 32 {
+			p.Errorf("LEAK: the host saw %d sandbox processes, above the pids limit of 32", s.peak)
+		}
+		if s.peak < 10 {
+			p.Errorf("the host saw only %d sandbox processes: the bomb did not go off", s.peak)
+		}
+		p.Logf("host processes before %d, after %d; peak of the sandbox %d", before, len(scanProcs()), s.peak)
+	})
+}
+
+// TestResForkBombShell: the classic shell fork bomb is contained too.
+func TestResForkBombShell(t *testing.T) {
+	probe(t, "res/fork-bomb-sh", func(p *P, m *mode) {
+		needCgroups(p, m, "pids")
+		sk := newSkill(p, m, "forksh", map[string]string{"scripts/main.sh": "bomb() { bomb | bomb & }\nbomb\nwait\nsleep 30\n"}, "limits:\n  pids: 32\n  timeout: 3s\n  output: 64Ki\n")
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() { s = startSampler(sk, m, nil) }})
+		s.Stop()
+		if o.code != 3 && o.code != 4 && o.code != 7 {
+			p.Errorf("want the bomb stopped (exit 3, 4 or 7)\n%s", o)
+		}
+		if s.peak > 32 {
+			p.Errorf("LEAK: the host saw %d sandbox processes, above the pids limit of 32", s.peak)
+		}
+		if s.peak < 10 {
+			p.Errorf("the host saw only %d sandbox processes: the bomb did not go off", s.peak)
+		}
+	})
+}
+
+// TestResCPU: a CPU loop (in two processes) is stopped by the timeout.
+func TestResCPU(t *testing.T) {
+	probe(t, "res/cpu-timeout", func(p *P, m *mode) {
+		sk := pyProbe(p, m, "cpu", `
+os.fork()
+while True:
+    pass
+`, "limits:\n  timeout: 2s\n")
+		start := time.Now()
+		o := m.skill(p, sk, "{}")
+		o.wantCode(p, 4)
+		if o.res.StoppedReason != "timeout" {
+			p.Errorf("want stopped_reason timeout\n%s", o)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			p.Errorf("a 2s timeout took %v", d)
+		}
+	})
+}
+
+// TestResScratch: filling the scratch tmpfs stops at its size; the host
+// measures the sandbox's /tmp and /dev/shm through /proc/PID/root.
+func TestResScratch(t *testing.T) {
+	probe(t, "res/scratch-fill", func(p *P, m *mode) {
+		sk := pyProbe(p, m, "fill", `
+def fill(path):
+    n = 0
+    try:
+        with open(path, "wb") as f:
+            while True:
+                f.write(b"\x01" * 65536)
+                f.flush()
+                n += 65536
+    except OSError as e:
+        return [n, e.errno]
+OUT["/tmp"] = fill("/tmp/fill")
+OUT["/tmp 2"] = fill("/tmp/fill2")
+OUT["/dev/shm"] = fill("/dev/shm/fill")
+time.sleep(1.5)
+done()
+`, "limits:\n  scratch: 8Mi\n  timeout: 20s\n")
+		var mu sync.Mutex
+		sizes := map[string][2]uint64{}
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() {
+			s = startSampler(sk, m, func(ps []procInfo) {
+				for _, pi := range ps {
+					for _, d := range []string{"tmp", "dev/shm"} {
+						var st unix.Statfs_t
+						if unix.Statfs(fmt.Sprintf("/proc/%d/root/%s", pi.pid, d), &st) == nil {
+							mu.Lock()
+							used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+							if used >= sizes[d][1] {
+								sizes[d] = [2]uint64{st.Blocks * uint64(st.Bsize), used}
+							}
+							mu.Unlock()
+						}
+					}
+				}
+			})
+		}})
+		s.Stop()
+		o.wantCode(p, 0)
+		out := o.out(p)
+		for _, d := range []string{"tmp", "dev/shm"} {
+			sz, ok := sizes[d]
+			if !ok {
+				p.Fatalf("the host could not measure the sandbox's /%s", d)
+			}
+			if sz[0] > 8<<20 || sz[1] > 8<<20 {
+				p.Errorf("LEAK: the sandbox's /%s is %d bytes with %d used, above 8Mi", d, sz[0], sz[1])
+			}
+			p.Logf("/%s seen from the host: size %d, used %d", d, sz[0], sz[1])
+		}
+		for _, k := range []string{"/tmp", "/tmp 2", "/dev/shm"} {
+			v, _ := out[k].([]any)
+			if len(v) != 2 {
+				p.Fatalf("%s: %v", k, out[k])
+			}
+			if e, _ := v[1].(float64); e != 28 && e != 27 {
+				p.Errorf("filling %s stopped with errno %v, want ENOSPC or EFBIG", k, e)
+			}
+		}
+	})
+}
+
+// TestResOutput: an output flood (stdout and stderr) is capped.
+func TestResOutput(t *testing.T) {
+	probe(t, "res/output-flood", func(p *P, m *mode) {
+		for _, stream := range []string{"stdout", "stderr"} {
+			sk := pyProbe(p, m, "out"+stream[3:], `
+s = getattr(sys, REQ["stream"])
+while True:
+    s.write("x" * 65536)
+    s.flush()
+`, "limits:\n  output: 64Ki\n  timeout: 20s\n")
+			o := m.skill(p, sk, mustJSON(map[string]any{"stream": stream}))
+			o.wantCode(p, 7)
+			if o.res.StoppedReason != "output_limit" {
+				p.Errorf("%s: want stopped_reason output_limit\n%s", stream, o)
+			}
+			if n := len(o.stdout) + len(o.stderr); n > 2*(64<<10)+16<<10 {
+				p.Errorf("LEAK: %s flood: skillrun printed %d bytes with a 64Ki cap", stream, n)
+			}
+		}
+	})
+}
