@@ -16,9 +16,11 @@ import (
 // WriteBundle writes an OCI bundle for sp into dir (created 0700 if
 // missing): config.json (atomically, temp file + rename), an empty rootfs/
 // holding only the mount points and the top-level symlinks named by the
-// AnnotationSymlinks annotation, and the generated files under etc/
-// (passwd and group with the one sandbox user, hosts with localhost only,
-// nsswitch.conf). Nothing of the host's /etc is copied.
+// AnnotationSymlinks annotation, and etc/: the generated files (passwd and
+// group with the one sandbox user, hosts with localhost only,
+// nsswitch.conf) plus copies of the secret-free host entries the
+// AnnotationEtcCopy annotation names (ld.so.cache, the alternatives
+// symlinks, localtime). Nothing else of the host's /etc is copied.
 func WriteBundle(dir string, sp *specs.Spec) error {
 	if sp == nil {
 		return errors.New("write bundle: nil spec")
@@ -58,6 +60,9 @@ func WriteBundle(dir string, sp *specs.Spec) error {
 		}
 	}
 	if err := writeGenerated(abs, sp); err != nil {
+		return err
+	}
+	if err := copyHostEtc(filepath.Join(abs, "etc"), sp.Annotations[AnnotationEtcCopy]); err != nil {
 		return err
 	}
 	if err := makeMountPoints(abs, rootfs, sp, symlinks); err != nil {
@@ -101,10 +106,17 @@ func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]
 				break
 			}
 		}
-		if nested {
-			continue
-		}
 		target := filepath.Join(rootfs, filepath.FromSlash(d))
+		if nested {
+			// Under the read-only /etc bound from BUNDLE/etc (network
+			// grants bind /etc/ssl), the mount point must exist in the
+			// bind's source; other nested ones are the runtime's business.
+			rest, ok := strings.CutPrefix(d, "/etc/")
+			if !ok || !etcFromBundle(bundle, sp) {
+				continue
+			}
+			target = filepath.Join(bundle, "etc", filepath.FromSlash(rest))
+		}
 		isFile := false
 		if isBind(m) {
 			src := m.Source
@@ -138,6 +150,90 @@ func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]
 		}
 	}
 	return nil
+}
+
+// etcFromBundle reports whether sp binds BUNDLE/etc as /etc.
+func etcFromBundle(bundle string, sp *specs.Spec) bool {
+	for _, m := range sp.Mounts {
+		if path.Clean(m.Destination) != "/etc" || !isBind(m) {
+			continue
+		}
+		src := m.Source
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(bundle, src)
+		}
+		return filepath.Clean(src) == filepath.Join(bundle, "etc")
+	}
+	return false
+}
+
+// maxEtcCopy bounds one copied host /etc file (ld.so.cache is ~100 KiB).
+const maxEtcCopy = 4 << 20
+
+// copyHostEtc copies the comma-separated host /etc entries into etc:
+// symlinks as symlinks, a folder entry by entry (one level: the
+// alternatives folder holds symlinks), regular files by content.
+func copyHostEtc(etc, list string) error {
+	if list == "" {
+		return nil
+	}
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		return fmt.Errorf("write bundle: etc: %w", err)
+	}
+	for _, src := range strings.Split(list, ",") {
+		rel, ok := strings.CutPrefix(path.Clean(src), "/etc/")
+		if !ok || rel == "" || strings.Contains(rel, "/") {
+			return fmt.Errorf("write bundle: annotation %s: %q is not an entry of /etc", AnnotationEtcCopy, src)
+		}
+		if err := copyEtcEntry(src, filepath.Join(etc, rel), true); err != nil {
+			return fmt.Errorf("write bundle: copy %s: %w", src, err)
+		}
+	}
+	return nil
+}
+
+func copyEtcEntry(src, dst string, descend bool) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // gone since the layout was probed: nothing to copy
+		}
+		return err
+	}
+	os.RemoveAll(dst)
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		t, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(t, dst)
+	case fi.IsDir() && descend:
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := copyEtcEntry(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name()), false); err != nil {
+				return err
+			}
+		}
+		return nil
+	case fi.Mode().IsRegular():
+		if fi.Size() > maxEtcCopy {
+			return fmt.Errorf("larger than %d bytes", maxEtcCopy)
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	default:
+		return nil // devices, sockets, nested folders: not copied
+	}
 }
 
 // modeOption returns the value of a "mode=" mount option as a FileMode.
@@ -183,7 +279,11 @@ func writeGenerated(bundle string, sp *specs.Spec) error {
 			}
 			src = filepath.ToSlash(rel)
 		}
-		if name, ok := strings.CutPrefix(src, "etc/"); ok {
+		if src == "etc" {
+			for _, name := range generatedEtc {
+				want[name] = true
+			}
+		} else if name, ok := strings.CutPrefix(src, "etc/"); ok {
 			want[name] = true
 		}
 	}

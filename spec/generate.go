@@ -26,8 +26,16 @@ const (
 	AnnotationSymlinks = "run.skillrun.rootfs.symlinks"
 )
 
-// GeneratedEtc are the files WriteBundle generates under BUNDLE/etc and
-// the spec binds read-only over /etc.
+// AnnotationEtcCopy lists, comma-separated, the host /etc entries
+// WriteBundle copies into BUNDLE/etc (symlinks as symlinks, a folder of
+// symlinks entry by entry, small files by content): BUNDLE/etc is bound
+// read-only as the sandbox's whole /etc, one mount instead of one per
+// file (each mount costs the runtime about a millisecond of checked path
+// walking at start).
+const AnnotationEtcCopy = "run.skillrun.etc.copy"
+
+// GeneratedEtc are the files WriteBundle generates under BUNDLE/etc, the
+// sandbox's /etc.
 var generatedEtc = []string{"passwd", "group", "hosts", "nsswitch.conf"}
 
 // HostLayout is what of the host a Linux sandbox sees, all read-only.
@@ -223,15 +231,16 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	for _, d := range layout.Dirs {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
-	for _, f := range generatedEtc {
-		mounts = append(mounts, specs.Mount{Destination: "/etc/" + f, Type: "bind", Source: bundleSource(o, "etc/"+f), Options: clone(roFile)})
-	}
-	etc := append([]string(nil), layout.Etc...)
+	mounts = append(mounts, specs.Mount{Destination: "/etc", Type: "bind", Source: bundleSource(o, "etc"), Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
+	etcCopy := append([]string(nil), layout.Etc...)
 	if p.Network == NetworkHost {
-		etc = append(etc, layout.NetworkEtc...)
-	}
-	for _, f := range etc {
-		mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})
+		for _, f := range layout.NetworkEtc {
+			if f == "/etc/resolv.conf" {
+				etcCopy = append(etcCopy, f) // a file: copied
+				continue
+			}
+			mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})
+		}
 	}
 	mounts = append(mounts,
 		specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: clone(roBind)},
@@ -262,6 +271,9 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	ann := annotations(s, p, "linux", o)
 	if len(symlinks) > 0 {
 		ann[AnnotationSymlinks] = strings.Join(symlinks, ",")
+	}
+	if len(etcCopy) > 0 {
+		ann[AnnotationEtcCopy] = strings.Join(etcCopy, ",")
 	}
 	sp := &specs.Spec{
 		Version: specs.Version,

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -426,8 +427,11 @@ func TestGenerateLinuxProfile(t *testing.T) {
 		if m.Destination == "/tmp" && !contains(m.Options, "size=67108864") {
 			t.Errorf("/tmp not size-limited: %v", m.Options)
 		}
-		if m.Source == "/etc" || m.Destination == "/etc" || m.Destination == "/etc/resolv.conf" || m.Destination == "/sys" || m.Destination == "/home" {
+		if m.Source == "/etc" || (m.Destination == "/etc" && m.Source != "etc") || strings.HasPrefix(m.Destination, "/etc/") || m.Destination == "/sys" || m.Destination == "/home" {
 			t.Errorf("unexpected mount %+v", m)
+		}
+		if m.Destination == "/etc" && !contains(m.Options, "ro") {
+			t.Errorf("/etc not read-only: %v", m.Options)
 		}
 	}
 	denied := map[string]bool{}
@@ -595,7 +599,24 @@ func TestWriteBundle(t *testing.T) {
 	if l, err := os.Readlink(filepath.Join(dir, "rootfs", "bin")); err != nil || l != "usr/bin" {
 		t.Errorf("rootfs/bin = %q %v", l, err)
 	}
-	for p, dirWant := range map[string]bool{"usr": true, "skill": true, "tmp": true, "proc": true, "etc/passwd": false, "etc/ld.so.cache": false, "etc/alternatives": true} {
+	if strings.Contains(sp.Annotations[AnnotationEtcCopy], "resolv.conf") {
+		t.Error("resolv.conf copied without network")
+	}
+	// The host entries the layout names are copied into BUNDLE/etc, the
+	// sandbox's whole /etc (one read-only bind).
+	if want, err := os.ReadFile("/etc/ld.so.cache"); err == nil {
+		if got, err := os.ReadFile(filepath.Join(dir, "etc", "ld.so.cache")); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("etc/ld.so.cache not copied: %v", err)
+		}
+	}
+	if ents, err := os.ReadDir("/etc/alternatives"); err == nil && len(ents) > 0 {
+		l1, _ := os.Readlink(filepath.Join("/etc/alternatives", ents[0].Name()))
+		l2, err := os.Readlink(filepath.Join(dir, "etc", "alternatives", ents[0].Name()))
+		if err != nil || l1 != l2 {
+			t.Errorf("etc/alternatives/%s = %q (%v), want %q", ents[0].Name(), l2, err, l1)
+		}
+	}
+	for p, dirWant := range map[string]bool{"usr": true, "skill": true, "tmp": true, "proc": true, "etc": true} {
 		fi, err := os.Stat(filepath.Join(dir, "rootfs", p))
 		if err != nil {
 			t.Errorf("mount point %s: %v", p, err)
