@@ -283,7 +283,15 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 		s.io.closePostStart()
 		return 0, nil
 	}
-	status, ps, werr := wait(ctx, s.c, s.p, s.io, o.Signals)
+	// A deadline kills the whole container: SIGKILL to a pid-namespace
+	// init kills the namespace, and with a shared one libcontainer kills
+	// every process of the cgroup.
+	killAll := func() {
+		if err := s.c.Signal(unix.SIGKILL); err != nil {
+			_ = s.p.Signal(unix.SIGKILL)
+		}
+	}
+	status, ps, werr := wait(ctx, s.p, s.io, o.Signals, killAll)
 	s.io.close()
 	if o.Exit != nil {
 		fillExit(o.Exit, s, ps, status, time.Since(begin))
@@ -306,9 +314,9 @@ func (r *Runtime) destroy(id string, c *libcontainer.Container) error {
 	return err
 }
 
-// wait waits for p, forwarding signals and killing the container when ctx
-// ends. The loop is event-driven: it wakes on exit, signal or ctx only.
-func wait(ctx context.Context, c *libcontainer.Container, p *libcontainer.Process, pio *procIO, sigs <-chan os.Signal) (int, *os.ProcessState, error) {
+// wait waits for p, forwarding signals and calling kill when ctx ends. The
+// loop is event-driven: it wakes on exit, signal or ctx only.
+func wait(ctx context.Context, p *libcontainer.Process, pio *procIO, sigs <-chan os.Signal, kill func()) (int, *os.ProcessState, error) {
 	type result struct {
 		ps  *os.ProcessState
 		err error
@@ -339,11 +347,7 @@ func wait(ctx context.Context, c *libcontainer.Container, p *libcontainer.Proces
 		case <-ctxDone:
 			ctxDone = nil
 			ctxErr = fmt.Errorf("container killed: %w", ctx.Err())
-			// SIGKILL to a pid-namespace init kills the whole namespace; with
-			// a shared one libcontainer kills every process of the cgroup.
-			if err := c.Signal(unix.SIGKILL); err != nil {
-				_ = p.Signal(unix.SIGKILL)
-			}
+			kill()
 		}
 	}
 }

@@ -202,7 +202,8 @@ func (r *Runtime) Exec(ctx context.Context, id string, o runtime.ExecOpts) (int,
 	if o.Detach {
 		return 0, nil
 	}
-	code, _, err := wait(ctx, c, p, pio, o.Signals)
+	// A deadline kills the exec'd process, not the container.
+	code, _, err := wait(ctx, p, pio, o.Signals, func() { _ = p.Signal(unix.SIGKILL) })
 	pio.close()
 	return code, err
 }
