@@ -59,3 +59,14 @@ func itoa(i int) string {
 	}
 	return string(b)
 }
+
+// statUID is the owner of a file.
+func statUID(fi os.FileInfo) int {
+	if fi == nil {
+		return 0
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return 0
+}
