@@ -197,11 +197,14 @@ var (
 // cannot modify) the package's tables.
 func clone(s []string) []string { return append([]string(nil), s...) }
 
-// maskedPaths and readonlyPaths are runc's defaults (runc spec).
+// maskedPaths and readonlyPaths are runc's defaults (runc spec), plus
+// the host's boot id: /proc/sys/kernel/random/boot_id is not namespaced
+// and identifies the host (tests/security: secrets/machine-id).
 var (
 	maskedPaths = []string{
 		"/proc/acpi", "/proc/asound", "/proc/interrupts", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 		"/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats",
+		"/proc/sys/kernel/random/boot_id",
 	}
 	readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )

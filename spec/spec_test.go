@@ -644,3 +644,18 @@ func TestWriteBundle(t *testing.T) {
 		t.Errorf("second WriteBundle: %v", err)
 	}
 }
+
+// The host's boot id is not namespaced and identifies the host: the
+// profile masks it (found by tests/security, probe secrets/machine-id).
+func TestGenerateLinuxMasksHostIdentity(t *testing.T) {
+	s := loadExample(t, "calculator")
+	sp, err := Generate(s, "linux", WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1001))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/proc/sys/kernel/random/boot_id", "/proc/kcore", "/proc/keys"} {
+		if !contains(sp.Linux.MaskedPaths, p) {
+			t.Errorf("%s is not masked: %v", p, sp.Linux.MaskedPaths)
+		}
+	}
+}
