@@ -104,6 +104,8 @@ try:
         n += 1
 except OSError as e:
     sys.stderr.write("forked %d: %s\n" % (n, e))
+    sys.stderr.flush()
+    time.sleep(1)  # hold the bomb so that the host sees its peak
     sys.exit(1)
 `, "limits:\n  pids: 32\n  timeout: 20s\n")
 		before := len(scanProcs())
