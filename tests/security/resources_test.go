@@ -140,9 +140,12 @@ func TestResForkBombShell(t *testing.T) {
 		if s.peak > 32 {
 			p.Errorf("LEAK: the host saw %d sandbox processes, above the pids limit of 32", s.peak)
 		}
-		if s.peak < 10 {
-			p.Errorf("the host saw only %d sandbox processes: the bomb did not go off", s.peak)
+		// Sanity (the shell's processes churn too fast to sample a peak
+		// reliably): the bomb went off when the shell hit the limit.
+		if s.peak < 10 && !strings.Contains(o.res.Stderr, "Cannot fork") {
+			p.Errorf("the host saw only %d sandbox processes and the shell never hit the limit: the bomb did not go off", s.peak)
 		}
+		p.Logf("peak of the sandbox seen from the host: %d", s.peak)
 	})
 }
 
