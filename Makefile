@@ -11,7 +11,7 @@ TAGS := seccomp osusergo netgo urfave_cli_no_docs
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT) -extldflags "-static"
 GOFLAGS_BUILD := -trimpath -buildvcs=false
 
-.PHONY: all skillrun static test unit integration lint cross bench conformance demo install clean help deps
+.PHONY: all skillrun static test unit integration lint cross bench conformance security-report fuzz demo install clean help deps
 
 all: skillrun ## build bin/skillrun (static, seccomp compiled in)
 
@@ -55,6 +55,9 @@ bench: static ## compare skillrun with runc, crun, bwrap and bare python3
 
 conformance: static ## OCI runtime-tools validation suite against skillrun and runc
 	hack/conformance.sh
+
+security-report: static ## containment probes as root and rootless; regenerates docs/security.md's results table
+	SKILLRUN=$(CURDIR)/$(BIN) hack/security-report.sh
 
 demo: static ## the main job: run the example skills sandboxed
 	hack/demo.sh $(BIN)

@@ -121,6 +121,10 @@ func Seccomp(goarch string) *specs.LinuxSeccomp {
 			Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eperm,
 			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 0xf, ValueTwo: 3, Op: specs.OpMaskedEqual}},
 		},
+		specs.LinuxSyscall{ // SOCK_PACKET: the obsolete AF_INET form of a packet socket
+			Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eperm,
+			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 0xf, ValueTwo: 10, Op: specs.OpMaskedEqual}},
+		},
 	)
 	return s
 }
