@@ -265,13 +265,26 @@ func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
 // must reach rootfs; dir stays 0700) and, when the skill is not readable
 // by them, binds a copy they own.
 func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Option, uid, gid uint32) (*specs.Spec, error) {
-	if os.Geteuid() == 0 && platform == "linux" {
-		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
-			return nil, fmt.Errorf("bundle folder: %w", err)
+	if platform == "linux" {
+		root := os.Geteuid() == 0
+		if root {
+			if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+				return nil, fmt.Errorf("bundle folder: %w", err)
+			}
 		}
-		if !readableBy(sk.Dir, uid, gid) {
+		// A small skill is bound from a copy in the bundle: the sandbox's
+		// /proc/self/mountinfo names a bind's host path, and the skill's
+		// (/home/alice/...) would reveal the caller; the copy also pins
+		// the code for the run. A large one is bound in place unless its
+		// files are unreadable by the sandbox user (then copied anyway).
+		small := treeWithin(sk.Dir, maxSkillCopyBytes, maxSkillCopyFiles)
+		if small || (root && !readableBy(sk.Dir, uid, gid)) {
+			owner := [2]int{-1, -1}
+			if root {
+				owner = [2]int{int(uid), int(gid)}
+			}
 			cp := filepath.Join(dir, "skill")
-			if err := copyTree(sk.Dir, cp, uid, gid); err != nil {
+			if err := copyTree(sk.Dir, cp, owner); err != nil {
 				return nil, fmt.Errorf("copy skill %q: %w", sk.Name, err)
 			}
 			c := *sk
@@ -429,10 +442,43 @@ func readableBy(dir string, uid, gid uint32) bool {
 	return ok
 }
 
-// copyTree copies regular files and folders of src to dst, owned by
-// uid/gid, keeping the execute bits. Symlinks are skipped: a skill's
-// links cannot point outside the skill in the sandbox anyway.
-func copyTree(src, dst string, uid, gid uint32) error {
+// Skills at most this big are copied into the bundle rather than bound.
+const (
+	maxSkillCopyBytes = 8 << 20
+	maxSkillCopyFiles = 2000
+)
+
+// treeWithin reports whether dir holds at most maxBytes of regular files
+// and maxFiles entries.
+func treeWithin(dir string, maxBytes int64, maxFiles int) bool {
+	var size int64
+	n := 0
+	ok := true
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			ok = false
+			return fs.SkipAll
+		}
+		n++
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		if n > maxFiles || size > maxBytes {
+			ok = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok
+}
+
+// copyTree copies regular files and folders of src to dst, keeping the
+// execute bits, owned by owner (uid, gid; -1 keeps ours). Symlinks are
+// skipped: a skill's links cannot point outside the skill in the sandbox
+// anyway.
+func copyTree(src, dst string, owner [2]int) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -455,7 +501,10 @@ func copyTree(src, dst string, uid, gid uint32) error {
 		default:
 			return nil
 		}
-		return os.Lchown(target, int(uid), int(gid))
+		if owner[0] < 0 {
+			return nil
+		}
+		return os.Lchown(target, owner[0], owner[1])
 	})
 }
 
