@@ -67,7 +67,7 @@ func (e *env) run(args []string) int {
 		}
 	}()
 	app := e.newApp()
-	err := app.Run(args)
+	err := app.Run(reorderSkillArgs(app, args))
 	return e.report(err)
 }
 

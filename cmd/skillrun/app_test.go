@@ -194,3 +194,21 @@ func TestParseSignal(t *testing.T) {
 		}
 	}
 }
+
+func TestReorderSkillArgs(t *testing.T) {
+	e := &env{}
+	app := e.newApp()
+	for _, tc := range []struct{ in, want string }{
+		{"skillrun skill bundle DIR -o B", "skillrun skill bundle -o B DIR"},
+		{"skillrun --root /r skill run DIR --input {} --network=host --format text", "skillrun --root /r skill run --input {} --network=host --format text DIR"},
+		{"skillrun skill run --timeout 1s DIR", "skillrun skill run --timeout 1s DIR"},
+		{"skillrun skill run DIR -- --input", "skillrun skill run DIR -- --input"},
+		{"skillrun exec c1 sh -c --input", "skillrun exec c1 sh -c --input"},
+		{"skillrun --debug run -b B id", "skillrun --debug run -b B id"},
+	} {
+		got := strings.Join(reorderSkillArgs(app, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("reorder(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -307,7 +307,7 @@ func TestHostileSkillInput(t *testing.T) {
 				return tempInput(t, m, `{"x": `+strings.Repeat("[", 100000)+strings.Repeat("]", 100000)+`}`)
 			}, []string{example("text-stats")}, []string{"input"}},
 			{"invalid UTF-8", nil, []string{"--input", "{\"expression\": \"\xff\xfe\"}", calc}, []string{"input"}},
-			{"flags after folder", nil, []string{calc, "--input", "{}"}, []string{"flags go before"}},
+			{"flags after folder", nil, []string{calc, "--input", "{}"}, []string{"input", "expression"}},
 			{"both inputs", nil, []string{"--input", "{}", "--input-file", big, calc}, []string{"--input"}},
 			{"bad memory", nil, []string{"--memory", "1Q", "--input", "{}", calc}, []string{"--memory"}},
 			{"bad timeout", nil, []string{"--timeout", "-1s", "--input", "{}", calc}, []string{"--timeout"}},

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reorderSkillArgs lets flags follow the skill folder, as in
+// `skillrun skill bundle DIR -o BUNDLE`: urfave/cli (like Go's flag
+// package) stops at the first positional argument, so the flags of a
+// `skill` subcommand are moved before its positional arguments. Other
+// commands are left alone: `exec ID CMD ARGS...` must pass its tail
+// untouched, as runc does.
+func reorderSkillArgs(app *cli.App, args []string) []string {
+	i := skipFlags(app.Flags, args, 1)
+	if i >= len(args) || args[i] != "skill" {
+		return args
+	}
+	var skill *cli.Command
+	for _, c := range app.Commands {
+		if c.Name == "skill" {
+			skill = c
+		}
+	}
+	if skill == nil {
+		return args
+	}
+	j := skipFlags(skill.Flags, args, i+1)
+	if j >= len(args) {
+		return args
+	}
+	sub := skill.Command(args[j])
+	if sub == nil {
+		return args
+	}
+	var flags, positional []string
+	rest := args[j+1:]
+	for k := 0; k < len(rest); k++ {
+		a := rest[k]
+		if a == "--" {
+			positional = append(positional, rest[k:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		if takesValue(sub.Flags, a) && k+1 < len(rest) {
+			k++
+			flags = append(flags, rest[k])
+		}
+	}
+	out := append(append([]string(nil), args[:j+1]...), flags...)
+	return append(out, positional...)
+}
+
+// skipFlags returns the index of the first argument from start that is
+// not one of flags (with its value).
+func skipFlags(flags []cli.Flag, args []string, start int) int {
+	i := start
+	for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" && args[i] != "--" {
+		if takesValue(flags, args[i]) {
+			i++
+		}
+		i++
+	}
+	return i
+}
+
+// takesValue reports whether the flag token (without "=value") names a
+// defined flag that takes a separate value argument.
+func takesValue(flags []cli.Flag, token string) bool {
+	if strings.Contains(token, "=") {
+		return false
+	}
+	name := strings.TrimLeft(token, "-")
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n != name {
+				continue
+			}
+			if _, ok := f.(*cli.BoolFlag); ok {
+				return false
+			}
+			return true
+		}
+	}
+	return false
+}
