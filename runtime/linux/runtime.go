@@ -109,12 +109,35 @@ func (r *Runtime) load(id string) (*libcontainer.Container, error) {
 	if err := runtime.ValidateID(id); err != nil {
 		return nil, err
 	}
-	c, err := libcontainer.Load(r.root, id)
+	c, err := loadContainer(r.root, id)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	return c, nil
 }
+
+// loadContainer is libcontainer.Load behind a check that the state file
+// is a regular file: libcontainer opens it with a plain open, which blocks
+// forever on a FIFO planted (or left) in its place, and would read a
+// device or a huge file. A state directory without a usable state file is
+// reported as not existing, as libcontainer does for a missing one.
+func loadContainer(root, id string) (*libcontainer.Container, error) {
+	fi, err := os.Lstat(filepath.Join(root, id, "state.json"))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, libcontainer.ErrNotExist
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s/state.json is a %s, not a regular file", libcontainer.ErrNotExist, id, fi.Mode().Type())
+	case fi.Size() > maxStateSize:
+		return nil, fmt.Errorf("%s/state.json: larger than %d bytes", id, maxStateSize)
+	}
+	return libcontainer.Load(root, id)
+}
+
+// maxStateSize bounds state.json; libcontainer's are a few KiB.
+const maxStateSize = 16 << 20
 
 // State implements runtime.Runtime.
 func (r *Runtime) State(_ context.Context, id string) (*runtime.State, error) {
@@ -170,7 +193,7 @@ func (r *Runtime) List(_ context.Context) ([]runtime.State, []error, error) {
 		if !e.IsDir() || runtime.ValidateID(e.Name()) != nil {
 			continue
 		}
-		c, err := libcontainer.Load(r.root, e.Name())
+		c, err := loadContainer(r.root, e.Name())
 		if err != nil {
 			warns = append(warns, fmt.Errorf("skip %s: %w", e.Name(), mapErr(err)))
 			continue

@@ -35,7 +35,7 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 	if err != nil {
 		return err
 	}
-	c, err := libcontainer.Load(r.root, id)
+	c, err := loadContainer(r.root, id)
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) {
 			// A create killed before state.json was written leaves a
