@@ -128,6 +128,9 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err := saveHooks(r.stateDir(id), hooks); err != nil {
 		return nil, err
 	}
+	if err := recordCgroups(r.stateDir(id), config.Cgroups); err != nil {
+		return nil, err
+	}
 
 	p, err := newProcess(spec.Process, true)
 	if err != nil {

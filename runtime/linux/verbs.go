@@ -39,8 +39,12 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 	if err != nil {
 		if errors.Is(err, libcontainer.ErrNotExist) {
 			// A create killed before state.json was written leaves a
-			// directory libcontainer cannot load: remove it.
-			_ = os.RemoveAll(r.stateDir(id))
+			// directory libcontainer cannot load, and maybe cgroups and
+			// a half-set-up init: remove them.
+			if rerr := removeOrphan(r.stateDir(id)); rerr != nil {
+				lk.unlock()
+				return rerr
+			}
 			lk.remove()
 			if force {
 				return nil
