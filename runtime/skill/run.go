@@ -115,20 +115,26 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	if tmp == "" {
 		tmp = DefaultTempDir()
 	}
-	dir, err := os.MkdirTemp(tmp, "skillrun-"+sk.Name+"-")
+	collectStale(ctx, rt, tmp)
+	id := opts.ID
+	if id == "" {
+		id = newID(sk.Name)
+	}
+	dir, err := os.MkdirTemp(tmp, bundlePrefix+sk.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("bundle folder: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	owner, err := claimBundle(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	defer owner.Close()
 	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid)
 	if err != nil {
 		return nil, err
 	}
 
-	id := opts.ID
-	if id == "" {
-		id = newID(sk.Name)
-	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, policy.Timeout, errTimeout)
