@@ -23,7 +23,7 @@ import (
 const cgroupFile = "skillrun-cgroup.json"
 
 type cgroupRecord struct {
-	Config *cgroups.Cgroup    `json:"config"`
+	Config *cgroups.Cgroup   `json:"config"`
 	Paths  map[string]string `json:"paths"`
 }
 
