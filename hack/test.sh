@@ -41,6 +41,8 @@ step() {
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
 	step unit go test -tags "$TAGS" -count=1 ./...
+	# A short fuzz run of each target beyond its committed seed corpus.
+	step fuzz env FUZZTIME="${FUZZTIME:-10s}" hack/fuzz.sh
 fi
 if [ "$what" = all ] || [ "$what" = integration ]; then
 	step integration env RUNTIME="$bin" SKILLRUN="$bin" go test -tags integration -count=1 -timeout 30m ./tests/...
