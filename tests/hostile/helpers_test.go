@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -208,7 +207,6 @@ type result struct {
 	stdout   string
 	stderr   string
 	duration time.Duration
-	maxRSS   int64 // KiB, of the process we started (skillrun as root)
 }
 
 func (r result) String() string {
@@ -302,11 +300,6 @@ func (m *mode) run(t testing.TB, o opts, args ...string) result {
 	case errors.Is(err, exec.ErrWaitDelay):
 	default:
 		t.Fatalf("cannot run skillrun %q: %v", args, err)
-	}
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			res.maxRSS = ru.Maxrss
-		}
 	}
 	b, _ := os.ReadFile(outF.Name())
 	res.stdout = string(b)

@@ -179,9 +179,6 @@ func TestHostileSkill(t *testing.T) {
 				} {
 					res := m.run(t, opts{stdin: strings.NewReader("{}"), timeout: 20 * time.Second}, args...)
 					wantError(t, res, 2, c.want...)
-					if !m.rootless() && res.maxRSS > 256<<10 {
-						t.Errorf("skillrun used %d MiB for a refused skill\n%s", res.maxRSS>>10, res)
-					}
 				}
 				if _, err := os.Lstat(out); err == nil {
 					ents, _ := os.ReadDir(out)
@@ -328,9 +325,6 @@ func TestHostileSkillInput(t *testing.T) {
 				wantError(t, res, 2, c.want...)
 				if res.duration > 10*time.Second {
 					t.Errorf("refusing the input took %s: must fail fast\n%s", res.duration, res)
-				}
-				if !m.rootless() && res.maxRSS > 256<<10 {
-					t.Errorf("skillrun used %d MiB refusing the input: it must be bounded\n%s", res.maxRSS>>10, res)
 				}
 			})
 		}
