@@ -59,6 +59,9 @@ conformance: static ## OCI runtime-tools validation suite against skillrun and r
 security-report: static ## containment probes as root and rootless; regenerates docs/security.md's results table
 	SKILLRUN=$(CURDIR)/$(BIN) hack/security-report.sh
 
+fuzz: ## short fuzz run of every target (FUZZTIME=10s each)
+	hack/fuzz.sh
+
 demo: static ## the main job: run the example skills sandboxed
 	hack/demo.sh $(BIN)
 

@@ -20,9 +20,9 @@ var (
 	ErrNotSupported = errors.New("not supported")
 )
 
-// MaxIDLength bounds container IDs: the ID names a directory and a cgroup,
-// and 1 KiB IDs are a denial-of-service vector, not a use case.
-const MaxIDLength = 1024 - 1
+// MaxIDLength bounds container IDs: the ID names a directory, a lock file
+// and a cgroup, so it must fit in one file name (NAME_MAX).
+const MaxIDLength = 255
 
 // ValidateID checks a container ID: 1 to MaxIDLength characters from
 // [A-Za-z0-9_+.-], not "." or "..". This is libcontainer's alphabet, so an
@@ -38,13 +38,12 @@ func ValidateID(id string) error {
 	if id == "." || id == ".." {
 		return fmt.Errorf("%w: %q", ErrInvalidID, id)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
+	for i, c := range id {
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		case c == '_', c == '+', c == '-', c == '.':
 		default:
-			return fmt.Errorf("%w: %q has character %q at offset %d (allowed: A-Z a-z 0-9 _ + - .)", ErrInvalidID, id, c, i)
+			return fmt.Errorf("%w: %q has character %q at byte %d (allowed: A-Z a-z 0-9 _ + - .)", ErrInvalidID, id, c, i)
 		}
 	}
 	return nil

@@ -212,3 +212,17 @@ func TestReorderSkillArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestTerminalSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain\ttext\nnext":   "plain\ttext\nnext",
+		"\x1b]0;pwned\x07":    `\x1b]0;pwned\x07`,
+		"bad \xff utf8":       "bad \uFFFD utf8",
+		"\u009b31m csi":       `\x9b31m csi`,
+		"ok: done\rskillrun:": `ok: done\x0dskillrun:`,
+	} {
+		if got := terminalSafe(in); got != want {
+			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

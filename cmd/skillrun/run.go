@@ -3,9 +3,11 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,8 +38,16 @@ func runCommand(e *env) *cli.Command {
 				return err
 			}
 			id, bundle := c.Args().First(), ""
-			if !c.IsSet("bundle") && isBundleDir(id) {
-				bundle, id = id, generatedID()
+			if !c.IsSet("bundle") {
+				switch {
+				case isBundleDir(id):
+					bundle, id = id, generatedID()
+				case strings.ContainsRune(id, '/'):
+					// A path, not an ID: say what is wrong with it.
+					if _, err := runtime.LoadBundle(id); err != nil {
+						return fmt.Errorf("run %s: not a bundle: %w", id, err)
+					}
+				}
 			}
 			rt, err := e.engine(c)
 			if err != nil {

@@ -157,14 +157,14 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 		if json.Compact(&c, o) == nil {
 			o = c.Bytes()
 		}
-		fmt.Fprintf(&b, "output: %s\n", o)
+		fmt.Fprintf(&b, "output: %s\n", terminalSafe(string(o)))
 	case string:
 		if o != "" {
-			fmt.Fprintf(&b, "output:\n%s\n", strings.TrimRight(o, "\n"))
+			fmt.Fprintf(&b, "output:\n%s\n", terminalSafe(strings.TrimRight(o, "\n")))
 		}
 	}
 	if s := strings.TrimRight(res.Stderr, "\n"); s != "" {
-		fmt.Fprintf(&b, "stderr:\n%s\n", s)
+		fmt.Fprintf(&b, "stderr:\n%s\n", terminalSafe(s))
 	}
 	l := res.Limits
 	if l == nil {
@@ -181,4 +181,24 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// terminalSafe makes what a skill wrote safe to print on a person's
+// terminal: invalid UTF-8 is replaced and control characters other than
+// newline and tab are shown escaped (\x1b), so a skill cannot move the
+// cursor, retitle the terminal or fake skillrun's own lines.
+func terminalSafe(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

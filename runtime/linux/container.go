@@ -110,14 +110,17 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		r.warn(w)
 	}
 	hooks := takeHooks(config)
+	_, serr := os.Lstat(r.stateDir(id))
+	existed := serr == nil
 	c, err := libcontainer.Create(r.root, id, config)
 	if err != nil {
-		if errors.Is(err, libcontainer.ErrExist) {
-			return nil, mapErr(err)
+		// A state directory Create made before failing is ours (we hold
+		// the ID's lock); one that was there before is somebody's
+		// container, whatever Create's error (it validates the config
+		// before it looks).
+		if !existed {
+			os.RemoveAll(r.stateDir(id))
 		}
-		// Create may leave the state directory behind on a failed
-		// validation; it is ours, the ID was free.
-		os.RemoveAll(r.stateDir(id))
 		return nil, mapErr(err)
 	}
 	defer func() {

@@ -4,6 +4,7 @@ package linux
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -116,23 +117,41 @@ func (r *Runtime) load(id string) (*libcontainer.Container, error) {
 	return c, nil
 }
 
-// loadContainer is libcontainer.Load behind a check that the state file
-// is a regular file: libcontainer opens it with a plain open, which blocks
-// forever on a FIFO planted (or left) in its place, and would read a
-// device or a huge file. A state directory without a usable state file is
-// reported as not existing, as libcontainer does for a missing one.
-func loadContainer(root, id string) (*libcontainer.Container, error) {
-	fi, err := os.Lstat(filepath.Join(root, id, "state.json"))
+// loadContainer is libcontainer.Load behind checks of the state file:
+// libcontainer opens it with a plain open, which blocks forever on a FIFO
+// planted (or left) in its place, reads any size, and dereferences a
+// "null" document. Only a regular file of at most maxStateSize holding a
+// JSON object reaches it. A state directory without a usable state file
+// is reported as not existing (as libcontainer does for a missing one),
+// with the reason, so list skips it and delete --force removes it.
+func loadContainer(root, id string) (_ *libcontainer.Container, err error) {
+	name := filepath.Join(root, id, "state.json")
+	fi, err := os.Lstat(name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, libcontainer.ErrNotExist
 	case err != nil:
 		return nil, err
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s/state.json is a %s, not a regular file", libcontainer.ErrNotExist, id, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: %s/state.json is not a regular file (%s)", libcontainer.ErrNotExist, id, fi.Mode().Type())
 	case fi.Size() > maxStateSize:
-		return nil, fmt.Errorf("%s/state.json: larger than %d bytes", id, maxStateSize)
+		return nil, fmt.Errorf("%w: %s/state.json: larger than %d bytes", libcontainer.ErrNotExist, id, maxStateSize)
 	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var head struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil || head.ID != id {
+		return nil, fmt.Errorf("%w: %s/state.json is corrupt", libcontainer.ErrNotExist, id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s/state.json: %v", libcontainer.ErrNotExist, id, p)
+		}
+	}()
 	return libcontainer.Load(root, id)
 }
 

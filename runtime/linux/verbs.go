@@ -45,6 +45,9 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 				lk.unlock()
 				return rerr
 			}
+			if err != libcontainer.ErrNotExist {
+				r.warn(fmt.Sprintf("removed an unusable state directory: %v", err))
+			}
 			lk.remove()
 			if force {
 				return nil

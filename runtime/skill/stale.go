@@ -22,18 +22,27 @@ const ownerFile = ".skillrun-owner"
 // takes goes away with the process, however it dies, so a later run can
 // tell a folder whose run was killed (SIGKILL leaves no chance to clean
 // up) from one in use.
+//
+// The file is locked under a temporary name and renamed into place, so a
+// concurrent collectStale never finds it unlocked.
 func claimBundle(dir, id string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, ownerFile), os.O_CREATE|os.O_RDWR|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	tmp := filepath.Join(dir, ownerFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	fail := func(err error) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return fail(err)
+	}
 	if _, err := f.WriteString(id); err != nil {
-		f.Close()
-		return nil, err
+		return fail(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ownerFile)); err != nil {
+		return fail(err)
 	}
 	return f, nil
 }

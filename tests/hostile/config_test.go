@@ -134,7 +134,7 @@ func TestHostileConfig(t *testing.T) {
 					res := m.run(t, opts{stdin: strings.NewReader("")}, args...)
 					want := c.want
 					if notBundle[c.name] && len(args) == 2 {
-						want = []string{"invalid container ID", dir}
+						want = []string{"not a bundle", dir}
 					}
 					wantError(t, res, 1, want...)
 				}
