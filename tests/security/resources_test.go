@@ -194,8 +194,18 @@ done()
 		sizes := map[string][2]uint64{}
 		var s *sampler
 		o := m.run(p, sk, runOpts{during: func() {
+			var hostRoot unix.Stat_t
+			if err := unix.Stat("/", &hostRoot); err != nil {
+				p.Fatalf("stat /: %v", err)
+			}
 			s = startSampler(sk, m, func(ps []procInfo) {
 				for _, pi := range ps {
+					// The init, before its pivot_root, still has the
+					// host's root: it is not in the sandbox yet.
+					var root unix.Stat_t
+					if unix.Stat(fmt.Sprintf("/proc/%d/root/", pi.pid), &root) != nil || (root.Dev == hostRoot.Dev && root.Ino == hostRoot.Ino) {
+						continue
+					}
 					for _, d := range []string{"tmp", "dev/shm"} {
 						var st unix.Statfs_t
 						if unix.Statfs(fmt.Sprintf("/proc/%d/root/%s", pi.pid, d), &st) == nil {
