@@ -242,6 +242,15 @@ func darwinRoot() string {
 	return filepath.Join(os.TempDir(), "skillrun-"+strconv.Itoa(os.Geteuid()))
 }
 
+// prepare lets a back end start slow kernel work (runtime.Preparer) as
+// soon as a command knows it will create a container, before it reads
+// the bundle or registers its signal handlers.
+func prepare(rt runtime.Runtime) {
+	if p, ok := rt.(runtime.Preparer); ok {
+		p.Prepare()
+	}
+}
+
 // checkArgs enforces runc's argument counts with its wording.
 func checkArgs(c *cli.Context, min, max int) error {
 	n := c.NArg()

@@ -54,6 +54,7 @@ func createCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			prepare(rt)
 			return rt.Create(c.Context, c.Args().First(), e.createOpts(c, ""))
 		},
 	}

@@ -53,6 +53,7 @@ func runCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
+			prepare(rt)
 			opts := runtime.RunOpts{
 				CreateOpts: e.createOpts(c, bundle),
 				Detach:     c.Bool("detach"),

@@ -12,7 +12,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/skill"
 )
 
@@ -45,9 +44,7 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			}
 			// Start the back end's slow kernel work while the skill is
 			// loaded and its bundle written.
-			if p, ok := rt.(runtime.Preparer); ok {
-				p.Prepare()
-			}
+			prepare(rt)
 			sk, err := e.loadSkill(c)
 			if err != nil {
 				return err
