@@ -45,9 +45,14 @@ type HostLayout struct {
 	// Symlinks are top-level rootfs symlinks mirroring the host's merged
 	// /usr layout (bin -> usr/bin).
 	Symlinks map[string]string
-	// Etc are host files or folders under /etc that hold no secrets and
-	// that programs need (/etc/alternatives, /etc/ld.so.cache).
+	// Etc are host files under /etc that hold no secrets and that
+	// programs need (/etc/ld.so.cache, /etc/localtime): copied into the
+	// bundle's /etc.
 	Etc []string
+	// EtcDirs are host folders under /etc of the same kind
+	// (/etc/alternatives, hundreds of symlinks): bound read-only inside
+	// the bundle's /etc, cheaper than copying them on every run.
+	EtcDirs []string
 	// NetworkEtc are bound only when network is granted
 	// (/etc/resolv.conf, /etc/ssl).
 	NetworkEtc []string
@@ -86,7 +91,12 @@ func ProbeHostLayout() HostLayout {
 		}
 	}
 	for _, f := range []string{"/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime"} {
-		if _, err := os.Stat(f); err == nil {
+		fi, err := os.Stat(f)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			l.EtcDirs = append(l.EtcDirs, f)
+		default:
 			l.Etc = append(l.Etc, f)
 		}
 	}
@@ -236,6 +246,9 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	}
 	mounts = append(mounts, specs.Mount{Destination: "/etc", Type: "bind", Source: bundleSource(o, "etc"), Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	etcCopy := append([]string(nil), layout.Etc...)
+	for _, d := range layout.EtcDirs {
+		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
+	}
 	if p.Network == NetworkHost {
 		for _, f := range layout.NetworkEtc {
 			if f == "/etc/resolv.conf" {
