@@ -379,37 +379,54 @@ chart() {
 	EOF
 }
 
-# profile_notes: where skillrun's cold-run time goes. Written from a profiling session (perf stat -r 20,
-# perf record -g on an unstripped build, strace -f -c / -ttt) at commit ccff3e0; update when it changes.
+# profile_notes: where skillrun's time goes. Written from profiling sessions (timestamps printed from
+# inside a vendored, instrumented libcontainer; perf record -g; perf stat; strace -f -c); update when
+# the hot path changes.
 profile_notes() {
 	cat <<-'EOF'
-		## Where the time goes (profiled at commit ccff3e0, 2026-11-21)
+		## Where the time goes (profiled 2026-11-21)
 
-		Per cold `run` of the /bin/true bundle (`perf stat -r 20`, CPU time is less noisy than wall time here):
+		Timeline of one `skillrun skill run` of the hello skill (median of 8, quiet machine, ms from
+		exec; timestamps printed from an instrumented copy of libcontainer, not committed):
 
-		| | task-clock | page faults | syscalls (strace -f -c) | elapsed |
-		|---|---|---|---|---|
-		| skillrun (libcontainer v1.5.2) | 27.9 ms | 2748 | 4128 | 40 ms |
-		| runc 1.5.2 built from the module cache | 20.2 ms | 1751 | 4272 | 25 ms |
-		| runc 1.1.5 (Debian) | 20.6 ms | 1621 | 2680 | 23 ms |
-		| crun 1.8.1 | 6.6 ms | 413 | - | 9 ms |
+		| ms | event |
+		|---|---|
+		| 2.7 | `main` (Go runtime and package init of a 10.6 MiB static binary) |
+		| 3.2 | cgroup prewarm starts (see below) |
+		| 5.0 | skill loaded, input checked, bundle written: runtime `spawn` |
+		| 6.6 | libcontainer starts `skillrun init` |
+		| 8.6 - 18.8 | bootstrap data sent to the init: **after the first cgroup migration** |
+		| 19.8 - 32.1 | init: nsexec, Go start, 9 mounts, seccomp, exec of python3 |
+		| 37.4 - 54.3 | python3 exits (the script itself: ~17 ms, as bare) |
+		| 40.1 - 58.0 | results printed, container and bundle removed, exit |
 
-		- Every skillrun process start (the CLI and the re-executed `skillrun init`) runs
-		  `github.com/santhosh-tekuri/jsonschema/v6`'s package init, which compiles the draft meta-schemas
-		  eagerly: 3.1 ms, 1.7 MB and 21k allocations per process (`GODEBUG=inittrace=1`), about 12% of
-		  all samples of a cold run and 31% of `skill bundle`. `skillrun --version` costs 9.3 ms CPU vs
-		  4.0 ms for runc 1.5.2. A cold run starts the binary twice, a skill run more. Fixed in 4584eb2
-		  (google/jsonschema-go, 0.12 ms init): `--version` 4.1 ms CPU, cold run 23.8 ms CPU / 1616
-		  faults vs runc 1.5.2's 25.1 ms / 1752, same elapsed time (30.5 ms, machine busy).
-		- The rest of the gap to runc 1.1.5 is libcontainer 1.5 itself (runc 1.5.2 has the same syscall
-		  profile): every mount target is resolved and verified through openat2/pathrs-lite and private
-		  procfs handles (fsopen/fsmount) against the 2025 /proc races; 1.1.5 makes 35% fewer syscalls.
-		- `/proc/self/exe` sealing (CVE-2019-5736): libcontainer first tries a read-only overlayfs over the
-		  binary's directory (cheap); when that fails it copies the whole binary into a sealed memfd
-		  (`sendfile` of ~10 MB, ~4.7 ms under strace, ~13 ms more system time per run). Overlayfs fails
-		  with ELOOP when the state root is below the binary's directory (binary in /tmp, `--root` under
-		  /tmp); runc 1.1.5 bind-mounts the binary read-only instead.
-		- cgroup v1 setup (14 hierarchies here, incl. cpuset copy-down) is the same in all Go runtimes.
+		- **The first cgroup migration waits for an RCU grace period** (7-16 ms on this VM): writing
+		  the init's PID into `cgroup.procs` takes the kernel's `cgroup_threadgroup_rwsem` for writing,
+		  which first leaves its per-CPU fast path. Every runtime pays it once per burst (crun too when
+		  it runs cold; in a tight benchmark loop the previous run keeps the semaphore in its slow
+		  path). skillrun starts a no-op migration of its own PID into its own cgroup as soon as a
+		  command knows it will create a container (`Runtime.Prepare`), so the grace period overlaps
+		  loading the skill and writing the bundle: run of /bin/true 22.9 ms vs 26.0 ms without. Host
+		  tuning that removes the wait for every runtime: mount cgroup2 with `favordynmods` (measured
+		  here: skill run 40 ms instead of 52-58 ms; not enabled by skillrun, it is a host decision).
+		- **Mounts cost ~0.5 ms each** in libcontainer v1.5 (every target is resolved and verified
+		  through openat2 and private procfs handles, the 2025 `/proc` race fixes). The skill profile
+		  binds one read-only `/etc` from the bundle (generated files plus copies of `ld.so.cache`,
+		  `localtime`) and `/etc/alternatives`, instead of seven file binds: -6 ms per run measured.
+		  runc 1.1.5 makes ~35% fewer syscalls for the same bundle (it lacks those checks).
+		- **Process start-up**: `skillrun --version` starts in 2.6 ms, as runc. It was 7-12 ms while
+		  `santhosh-tekuri/jsonschema` compiled its meta-schemas in a package init (now
+		  `google/jsonschema-go`, 0.1 ms); urfave/cli's man-page generator is compiled out
+		  (`urfave_cli_no_docs`); `signal.Notify` of all signals (1-2 ms) runs in the background.
+		- **State on ext4**: each file created in the state root costs an ext4 inode allocation that
+		  scans recently deleted inodes under churn; keep `--root` on tmpfs (as /run usually is).
+		- `/proc/self/exe` sealing (CVE-2019-5736): a read-only overlayfs over the binary's directory
+		  (cheap); when that fails (state root below the binary's directory: ELOOP) libcontainer copies
+		  the whole binary into a sealed memfd, ~13 ms more system time per run.
+		- What bounds a skill run's overhead here: the grace period (~10 ms unless the host enables
+		  `favordynmods`), libcontainer's init (~11 ms for nsexec, a second Go start and the checked
+		  mounts), and two Go process starts (~5 ms). The 15 ms target needs the host knob and a
+		  lighter init than libcontainer's.
 	EOF
 }
 
