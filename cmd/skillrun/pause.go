@@ -1,13 +1,21 @@
 package main
 
-import "github.com/urfave/cli/v2"
+import (
+	"context"
 
-func pauseCommand(e *env) *cli.Command {
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+// idVerb is a verb whose only argument is a container ID and whose whole
+// work is one engine call (start, pause, resume).
+func idVerb(e *env, name, usage, description string, call func(runtime.Runtime, context.Context, string) error) *cli.Command {
 	return &cli.Command{
-		Name:        "pause",
-		Usage:       "pause suspends all processes inside the container",
+		Name:        name,
+		Usage:       usage,
 		ArgsUsage:   "<container-id>",
-		Description: "The pause command suspends all processes in the instance of the container (cgroup freezer).",
+		Description: description,
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, 1, 1); err != nil {
 				return err
@@ -16,26 +24,19 @@ func pauseCommand(e *env) *cli.Command {
 			if err != nil {
 				return err
 			}
-			return rt.Pause(c.Context, c.Args().First())
+			return call(rt, c.Context, c.Args().First())
 		},
 	}
 }
 
+func pauseCommand(e *env) *cli.Command {
+	return idVerb(e, "pause", "pause suspends all processes inside the container",
+		"The pause command suspends all processes in the instance of the container (cgroup freezer).",
+		runtime.Runtime.Pause)
+}
+
 func resumeCommand(e *env) *cli.Command {
-	return &cli.Command{
-		Name:        "resume",
-		Usage:       "resumes all processes that have been previously paused",
-		ArgsUsage:   "<container-id>",
-		Description: "The resume command resumes all processes in the instance of the container.",
-		Action: func(c *cli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
-			rt, err := e.engine(c)
-			if err != nil {
-				return err
-			}
-			return rt.Resume(c.Context, c.Args().First())
-		},
-	}
+	return idVerb(e, "resume", "resumes all processes that have been previously paused",
+		"The resume command resumes all processes in the instance of the container.",
+		runtime.Runtime.Resume)
 }
