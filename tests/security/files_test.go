@@ -266,7 +266,7 @@ done()
 			want[k] = true
 		}
 		wantEtc := map[string]bool{"passwd": true, "group": true, "hosts": true, "nsswitch.conf": true}
-		for _, f := range layout.Etc {
+		for _, f := range append(append([]string(nil), layout.Etc...), layout.EtcDirs...) {
 			wantEtc[path.Base(f)] = true
 		}
 		check := func(dir string, want map[string]bool) {
