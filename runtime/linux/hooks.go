@@ -57,7 +57,7 @@ func saveHooks(stateDir string, hooks configs.Hooks) error {
 	if err != nil {
 		return fmt.Errorf("save hooks: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(stateDir, hooksFile), data, 0o600); err != nil {
+	if err := writeFileAtomic(filepath.Join(stateDir, hooksFile), data); err != nil {
 		return fmt.Errorf("save hooks: %w", err)
 	}
 	return nil

@@ -40,8 +40,23 @@ func recordCgroups(stateDir string, cg *cgroups.Cgroup) error {
 	if err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(stateDir, cgroupFile), data, 0o600); err != nil {
+	if err := writeFileAtomic(filepath.Join(stateDir, cgroupFile), data); err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file and renames it over
+// name, so a process killed half-way leaves no partial file behind.
+func writeFileAtomic(name string, data []byte) error {
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
 	}
 	return nil
 }
@@ -52,17 +67,18 @@ func recordCgroups(stateDir string, cg *cgroups.Cgroup) error {
 // then the state directory.
 func removeOrphan(stateDir string) error {
 	data, err := os.ReadFile(filepath.Join(stateDir, cgroupFile))
-	if err == nil {
-		var rec cgroupRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
-			return fmt.Errorf("orphaned container %s: %s: %w", filepath.Base(stateDir), cgroupFile, err)
-		}
-		if rec.Config != nil && len(rec.Paths) > 0 {
+	var rec cgroupRecord
+	switch {
+	case err == nil:
+		// The record is written atomically before the init starts: one
+		// that does not parse was never complete, so no cgroup was made
+		// after it; the directory just goes.
+		if json.Unmarshal(data, &rec) == nil && rec.Config != nil && len(rec.Paths) > 0 {
 			if err := destroyCgroups(rec); err != nil {
 				return fmt.Errorf("orphaned container %s: %w", filepath.Base(stateDir), err)
 			}
 		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
 	return os.RemoveAll(stateDir)
