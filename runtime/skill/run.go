@@ -120,16 +120,12 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	if id == "" {
 		id = newID(sk.Name)
 	}
-	dir, err := os.MkdirTemp(tmp, bundlePrefix+sk.Name+"-")
-	if err != nil {
-		return nil, fmt.Errorf("bundle folder: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	owner, err := claimBundle(dir, id)
+	claim, err := newBundleDir(tmp, sk.Name, id)
 	if err != nil {
 		return nil, err
 	}
-	defer owner.Close()
+	defer claim.release()
+	dir := claim.dir
 	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid)
 	if err != nil {
 		return nil, err

@@ -2,9 +2,13 @@ package skill
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -14,43 +18,93 @@ import (
 // bundlePrefix starts the name of every bundle folder skill run makes.
 const bundlePrefix = "skillrun-"
 
-// ownerFile, in a bundle folder, holds the ID of the run's container and
-// an exclusive flock for as long as the run's process lives.
-const ownerFile = ".skillrun-owner"
+// ownerSuffix names, next to a bundle folder, the file that holds the ID
+// of the run's container and an exclusive flock for as long as the run's
+// process lives. It exists before the folder does and goes after it.
+const ownerSuffix = ".owner"
 
-// claimBundle marks dir as the live bundle of container id: the flock it
-// takes goes away with the process, however it dies, so a later run can
-// tell a folder whose run was killed (SIGKILL leaves no chance to clean
-// up) from one in use.
-//
-// The file is locked under a temporary name and renamed into place, so a
-// concurrent collectStale never finds it unlocked.
-func claimBundle(dir, id string) (*os.File, error) {
-	tmp := filepath.Join(dir, ownerFile+".tmp")
+// owned is a claimed bundle folder: its path and the locked owner file.
+type owned struct {
+	dir   string
+	owner *os.File
+}
+
+// newBundleDir claims a fresh bundle folder in tmp for container id. The
+// owner file is made, locked and filled before it gets its name (an
+// O_TMPFILE linked into place), and only then is the folder created:
+// whenever a run dies, SIGKILL included, what it leaves is found through
+// an unlocked owner file, a live run's is never seen unlocked, and no
+// folder exists without one.
+func newBundleDir(tmp, skill, id string) (*owned, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	dir := filepath.Join(tmp, bundlePrefix+skill+"-"+hex.EncodeToString(rnd[:]))
+	f, err := lockedFile(dir+ownerSuffix, id)
+	if err != nil {
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		os.Remove(dir + ownerSuffix)
+		f.Close()
+		return nil, fmt.Errorf("bundle folder: %w", err)
+	}
+	return &owned{dir: dir, owner: f}, nil
+}
+
+// lockedFile creates name holding data, flock'ed by the returned file
+// before anyone can open it by name: an unnamed O_TMPFILE linked into
+// place, or, where the file system has no O_TMPFILE, a temporary name
+// renamed (collectStale gives those a grace period).
+func lockedFile(name, data string) (*os.File, error) {
+	lock := func(f *os.File) error {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			return err
+		}
+		_, err := f.WriteString(data)
+		return err
+	}
+	fd, err := openTmpfile(filepath.Dir(name))
+	if err == nil {
+		f := os.NewFile(uintptr(fd), name)
+		if err := lock(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	tmp := name + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_RDWR|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(err error) (*os.File, error) {
+	if err := lock(f); err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
 		f.Close()
+		os.Remove(tmp)
 		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return fail(err)
-	}
-	if _, err := f.WriteString(id); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, ownerFile)); err != nil {
-		return fail(err)
 	}
 	return f, nil
 }
 
+// release removes the folder, then the owner file, then drops the lock.
+func (o *owned) release() {
+	os.RemoveAll(o.dir)
+	os.Remove(o.dir + ownerSuffix)
+	o.owner.Close()
+}
+
 // collectStale removes what runs killed before their own clean-up left:
-// for each bundle folder in tmp whose owner file belongs to us and is not
-// locked, it force-deletes the container it names and removes the folder.
-// Folders without an owner file, or of other users, are left alone.
+// for each owner file in tmp that is ours and not locked (its process is
+// gone), it force-deletes the container it names and removes the bundle
+// folder and the file. Live runs and other users' files are left alone.
 // Errors are ignored: this is housekeeping, the run goes on.
 func collectStale(ctx context.Context, rt runtime.Runtime, tmp string) {
 	ents, err := os.ReadDir(tmp)
@@ -58,25 +112,37 @@ func collectStale(ctx context.Context, rt runtime.Runtime, tmp string) {
 		return
 	}
 	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), bundlePrefix) {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, bundlePrefix) {
 			continue
 		}
-		dir := filepath.Join(tmp, e.Name())
-		id, ok := staleOwner(dir)
+		base, ok := strings.CutSuffix(name, ownerSuffix)
 		if !ok {
+			base, ok = strings.CutSuffix(name, ownerSuffix+".tmp")
+		}
+		if !ok {
+			continue
+		}
+		file := filepath.Join(tmp, name)
+		if strings.HasSuffix(name, ".tmp") && !olderThan(file, tmpGrace) {
+			continue // maybe a live run between creating and locking it
+		}
+		id, stale := staleOwner(file)
+		if !stale {
 			continue
 		}
 		if id != "" {
 			_ = rt.Delete(ctx, id, true)
 		}
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(filepath.Join(tmp, base))
+		_ = os.Remove(file)
 	}
 }
 
-// staleOwner reports whether dir is a bundle folder of ours whose run is
-// gone, and the container ID it recorded.
-func staleOwner(dir string) (string, bool) {
-	f, err := os.OpenFile(filepath.Join(dir, ownerFile), os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// staleOwner reports whether the owner file is ours and unlocked (its run
+// is gone), and the container ID it recorded.
+func staleOwner(file string) (string, bool) {
+	f, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", false
 	}
@@ -95,4 +161,13 @@ func staleOwner(dir string) (string, bool) {
 		return "", true
 	}
 	return id, true
+}
+
+// tmpGrace is how old a temporary owner file (file systems without
+// O_TMPFILE) must be before it counts as left by a dead run.
+const tmpGrace = time.Minute
+
+func olderThan(name string, d time.Duration) bool {
+	fi, err := os.Lstat(name)
+	return err == nil && time.Since(fi.ModTime()) > d
 }
