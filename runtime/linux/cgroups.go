@@ -21,9 +21,17 @@ import (
 // next to its own for the memory controller (cgroup v1) or in the unified
 // hierarchy (v2): the condition for resource limits to be enforceable.
 func cgroupWritable() bool {
+	dir := ownCgroupDir("memory")
+	return dir != "" && unix.Access(dir, unix.W_OK) == nil
+}
+
+// ownCgroupDir is the directory of this process' cgroup: in the unified
+// hierarchy on a cgroup v2 host, else in the v1 hierarchy of controller.
+// It is "" when /proc/self/cgroup does not say.
+func ownCgroupDir(controller string) string {
 	data, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return false
+		return ""
 	}
 	unified := cgroups.IsCgroup2UnifiedMode()
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -32,18 +40,14 @@ func cgroupWritable() bool {
 		if len(parts) != 3 {
 			continue
 		}
-		var dir string
 		switch {
 		case unified && parts[0] == "0" && parts[1] == "":
-			dir = filepath.Join("/sys/fs/cgroup", parts[2])
-		case !unified && hasController(parts[1], "memory"):
-			dir = filepath.Join("/sys/fs/cgroup/memory", parts[2])
-		default:
-			continue
+			return filepath.Join("/sys/fs/cgroup", parts[2])
+		case !unified && hasController(parts[1], controller):
+			return filepath.Join("/sys/fs/cgroup", controller, parts[2])
 		}
-		return unix.Access(dir, unix.W_OK) == nil
 	}
-	return false
+	return ""
 }
 
 func hasController(list, name string) bool {
@@ -117,34 +121,12 @@ func checkSystemd() error {
 // a process into its own cgroup changes nothing else. Errors are ignored:
 // the only loss is the overlap.
 func prewarmCgroupAttach() {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return
-	}
-	var procs string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			if cgroups.IsCgroup2UnifiedMode() {
-				procs = filepath.Join("/sys/fs/cgroup", parts[2], "cgroup.procs")
-			}
-		case hasController(parts[1], "pids"):
-			procs = filepath.Join("/sys/fs/cgroup/pids", parts[2], "cgroup.procs")
-		}
-		if procs != "" {
-			break
-		}
-	}
-	if procs == "" {
+	dir := ownCgroupDir("pids")
+	if dir == "" {
 		return
 	}
 	go func() {
-		f, err := os.OpenFile(procs, os.O_WRONLY, 0)
+		f, err := os.OpenFile(filepath.Join(dir, "cgroup.procs"), os.O_WRONLY, 0)
 		if err != nil {
 			return
 		}
