@@ -34,6 +34,9 @@ func (r *Runtime) lock(id string) (*idLock, error) {
 	path := filepath.Join(dir, id)
 	for attempt := 0; ; attempt++ {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
+			if errors.Is(err, os.ErrExist) && attempt < 100 {
+				continue // removed by another remove() between mkdir and stat
+			}
 			return nil, fmt.Errorf("create lock dir: %w", err)
 		}
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
