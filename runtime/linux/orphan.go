@@ -15,16 +15,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// cgroupFile records, in a new container's state directory, the cgroups
-// libcontainer is about to create for it. libcontainer writes state.json
-// only once the init has started; a create killed before then leaves a
-// state directory libcontainer cannot load and cgroups nobody would
-// remove. delete (and delete --force) use this record to remove them.
+// cgroupFile records, in a new container's state directory, where
+// libcontainer is about to create the container's cgroups. libcontainer
+// writes state.json only once the init has started; a create killed
+// before then leaves a state directory libcontainer cannot load and
+// cgroups nobody would remove. delete (and delete --force) use this record
+// to remove them.
 const cgroupFile = "skillrun-cgroup.json"
 
+// cgroupRecord is what locates the cgroups: the fields of the cgroup
+// config that name them (resolved into paths when needed, which costs
+// parsing mountinfo: not on the create path).
 type cgroupRecord struct {
-	Config *cgroups.Cgroup   `json:"config"`
-	Paths  map[string]string `json:"paths"`
+	Path        string `json:"path,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Parent      string `json:"parent,omitempty"`
+	ScopePrefix string `json:"scope_prefix,omitempty"`
+	Systemd     bool   `json:"systemd,omitempty"`
+	Rootless    bool   `json:"rootless,omitempty"`
 }
 
 // recordCgroups writes the record for cg into stateDir.
@@ -32,11 +40,10 @@ func recordCgroups(stateDir string, cg *cgroups.Cgroup) error {
 	if cg == nil {
 		return nil
 	}
-	m, err := manager.New(cg)
-	if err != nil {
-		return fmt.Errorf("record cgroups: %w", err)
-	}
-	data, err := json.Marshal(cgroupRecord{Config: cg, Paths: m.GetPaths()})
+	data, err := json.Marshal(cgroupRecord{
+		Path: cg.Path, Name: cg.Name, Parent: cg.Parent,
+		ScopePrefix: cg.ScopePrefix, Systemd: cg.Systemd, Rootless: cg.Rootless,
+	})
 	if err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
 	}
@@ -73,7 +80,7 @@ func removeOrphan(stateDir string) error {
 		// The record is written atomically before the init starts: one
 		// that does not parse was never complete, so no cgroup was made
 		// after it; the directory just goes.
-		if json.Unmarshal(data, &rec) == nil && rec.Config != nil && len(rec.Paths) > 0 {
+		if json.Unmarshal(data, &rec) == nil && (rec.Path != "" || rec.Name != "") {
 			if err := destroyCgroups(rec); err != nil {
 				return fmt.Errorf("orphaned container %s: %w", filepath.Base(stateDir), err)
 			}
@@ -87,8 +94,16 @@ func removeOrphan(stateDir string) error {
 // destroyCgroups kills every process of the recorded cgroups and removes
 // them. The cgroups are the container's own (named after its ID), never
 // the caller's.
+//
+// A relative cgroup path resolves against the deleting process' own
+// cgroups, as it did against the creating one's: the same place when both
+// run in the same service or session, which is how skillrun is used.
 func destroyCgroups(rec cgroupRecord) error {
-	m, err := manager.NewWithPaths(rec.Config, rec.Paths)
+	m, err := manager.New(&cgroups.Cgroup{
+		Path: rec.Path, Name: rec.Name, Parent: rec.Parent,
+		ScopePrefix: rec.ScopePrefix, Systemd: rec.Systemd, Rootless: rec.Rootless,
+		Resources: &cgroups.Resources{},
+	})
 	if err != nil {
 		return err
 	}
