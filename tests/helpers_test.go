@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"io"
 	"io/fs"
 	"os"
@@ -546,7 +547,7 @@ func (r *rt) track(c *container) {
 			dirs = append(dirs, d)
 		}
 		if len(dirs) == 0 && isRoot() && c.id != "" {
-			dirs = cgroupDirsNamed(c.id) // never learned its pid: look
+			dirs = hostcheck.CgroupDirsNamed(c.id) // never learned its pid: look
 		}
 		for _, d := range dirs {
 			if filepath.Base(d) != c.id {
@@ -787,30 +788,6 @@ func rawCgroups(pid int) map[string]string {
 	return m
 }
 
-// cgroupDirsNamed finds directories called id in every cgroup hierarchy
-// (depth-limited: the id is unique, any hit is a leftover).
-func cgroupDirsNamed(id string) []string {
-	var found []string
-	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
-	for _, h := range hier {
-		base := strings.Count(h, "/")
-		filepath.WalkDir(h, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			if strings.Count(p, "/")-base > 4 {
-				return fs.SkipDir
-			}
-			if d.Name() == id {
-				found = append(found, p)
-				return fs.SkipDir
-			}
-			return nil
-		})
-	}
-	return found
-}
-
 // assertNoTrace checks from the host that container id left nothing: no
 // state dir, no live process, no cgroup dir, no mount referencing the
 // bundle.
@@ -833,7 +810,7 @@ func assertNoTrace(t testing.TB, r *rt, id string, pid int, bundleDir string) {
 		t.Errorf("processes still mention container %s: %v", id, procs)
 	}
 	if isRoot() && id != "" {
-		if dirs := cgroupDirsNamed(id); len(dirs) > 0 {
+		if dirs := hostcheck.CgroupDirsNamed(id); len(dirs) > 0 {
 			t.Errorf("cgroup dirs of container %s left behind: %v", id, dirs)
 		}
 	}

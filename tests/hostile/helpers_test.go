@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"io"
 	"io/fs"
 	"os"
@@ -416,7 +417,7 @@ func (m *mode) scan(ids, skills []string) []string {
 		}
 	}
 	for _, id := range ids {
-		for _, d := range cgroupDirsNamed(id) {
+		for _, d := range hostcheck.CgroupDirsNamed(id) {
 			left = append(left, "cgroup "+d)
 		}
 	}
@@ -471,33 +472,6 @@ func pidAlive(pid int) bool {
 		return false
 	}
 	return s[i+2] != 'Z' && s[i+2] != 'X'
-}
-
-// cgroupDirsNamed finds folders called id in every cgroup hierarchy
-// (depth-limited; the id is unique, any hit is a leftover).
-func cgroupDirsNamed(id string) []string {
-	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
-		return nil
-	}
-	var found []string
-	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
-	for _, h := range hier {
-		base := strings.Count(h, "/")
-		filepath.WalkDir(h, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			if strings.Count(p, "/")-base > 5 {
-				return fs.SkipDir
-			}
-			if d.Name() == id {
-				found = append(found, p)
-				return fs.SkipDir
-			}
-			return nil
-		})
-	}
-	return found
 }
 
 // removeTree lazily unmounts anything under dir, deepest first, then

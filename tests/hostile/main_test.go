@@ -14,14 +14,12 @@ package hostile_test
 
 import (
 	"fmt"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +46,7 @@ func TestMain(m *testing.M) {
 		setupErr = fmt.Errorf("become child subreaper: %w", err)
 	}
 	if setupErr == nil {
-		go reapOrphans()
+		go hostcheck.ReapOrphans(binary)
 	}
 	code := m.Run()
 	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {
@@ -136,42 +134,4 @@ func cloneRootfs(dir string) error {
 			return os.Link(p, dst)
 		}
 	})
-}
-
-// reapOrphans reaps zombies we inherited as subreaper. Children we started
-// ourselves are left to os/exec: only processes whose name is not one of
-// ours are reaped.
-func reapOrphans() {
-	self := strconv.Itoa(os.Getpid())
-	own := map[string]bool{"runuser": true, "env": true}
-	rb := filepath.Base(binary)
-	if len(rb) > 15 {
-		rb = rb[:15]
-	}
-	own[rb] = true
-	for {
-		time.Sleep(30 * time.Millisecond)
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			st := string(data)
-			open, closeIdx := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
-			if open < 0 || closeIdx < 0 || closeIdx+2 >= len(st) {
-				continue
-			}
-			f := strings.Fields(st[closeIdx+2:])
-			if len(f) < 2 || f[0] != "Z" || f[1] != self || own[st[open+1:closeIdx]] {
-				continue
-			}
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
-		}
-	}
 }

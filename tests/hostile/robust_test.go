@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"io/fs"
 	"math/rand"
 	"os"
@@ -308,7 +309,7 @@ func TestKillDuringSkillRun(t *testing.T) {
 // left behind, killing what is in them only when it lives in another pid
 // namespace (a container process, never a host one).
 func removeCgroups(id string) {
-	for _, d := range cgroupDirsNamed(id) {
+	for _, d := range hostcheck.CgroupDirsNamed(id) {
 		if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
 			for _, f := range strings.Fields(string(data)) {
 				if p, err := strconv.Atoi(f); err == nil && p > 1 && inOtherPidNS(p) {

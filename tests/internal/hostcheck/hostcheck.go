@@ -1,0 +1,83 @@
+// Package hostcheck holds the host-side helpers several black-box suites
+// share: reaping the zombies a subreaper inherits, and finding cgroup
+// directories a container left behind.
+package hostcheck
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReapOrphans runs forever (start it in a goroutine of a subreaper test
+// process) and reaps zombies the process inherited, as containerd's shim
+// does: an exited process that joined a container's pid namespace (exec)
+// keeps that namespace's init from finishing its exit until it is reaped.
+// Children the tests start themselves (the binary named by binaryPath,
+// runuser, env) are left to os/exec.
+func ReapOrphans(binaryPath string) {
+	self := strconv.Itoa(os.Getpid())
+	own := map[string]bool{"runuser": true, "env": true}
+	rb := filepath.Base(binaryPath)
+	if len(rb) > 15 {
+		rb = rb[:15] // /proc/PID/stat's comm is truncated to 15 bytes
+	}
+	own[rb] = true
+	for {
+		time.Sleep(30 * time.Millisecond)
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			st := string(data)
+			open, closeIdx := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+			if open < 0 || closeIdx < 0 || closeIdx+2 >= len(st) {
+				continue
+			}
+			f := strings.Fields(st[closeIdx+2:])
+			if len(f) < 2 || f[0] != "Z" || f[1] != self || own[st[open+1:closeIdx]] {
+				continue
+			}
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		}
+	}
+}
+
+// CgroupDirsNamed finds directories called id in every cgroup hierarchy
+// (depth-limited: the id is unique, any hit is a leftover).
+func CgroupDirsNamed(id string) []string {
+	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
+		return nil
+	}
+	var found []string
+	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, h := range hier {
+		base := strings.Count(h, "/")
+		filepath.WalkDir(h, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if strings.Count(p, "/")-base > 4 {
+				return fs.SkipDir
+			}
+			if d.Name() == id {
+				found = append(found, p)
+				return fs.SkipDir
+			}
+			return nil
+		})
+	}
+	return found
+}
