@@ -126,13 +126,13 @@ func waitExecuted(pid int) {
 // its last state (status "stopped").
 func destroyContainer(c *libcontainer.Container, stateDir string, warn func(string)) error {
 	hooks, herr := loadHooks(stateDir)
+	list := hooks[configs.Poststop]
+	if len(list) == 0 && herr == nil {
+		return c.Destroy()
+	}
 	st, serr := c.OCIState()
 	if err := c.Destroy(); err != nil {
 		return err
-	}
-	list := hooks[configs.Poststop]
-	if len(list) == 0 {
-		return nil
 	}
 	if herr != nil || serr != nil {
 		warn(fmt.Sprintf("poststop hooks not run: %v", errors.Join(herr, serr)))
