@@ -15,8 +15,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // runtimeInfo is what the suite expects of a given runtime where runtimes
@@ -58,11 +56,8 @@ func TestMain(m *testing.M) {
 	// Like containerd's shim, be the subreaper of the containers we start so
 	// that an exited init can be reaped and its disappearance observed
 	// (pid 1 on this host does not reap orphans).
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil && setupErr == nil {
-		setupErr = fmt.Errorf("become child subreaper: %w", err)
-	}
 	if setupErr == nil {
-		go hostcheck.ReapOrphans(runtimeBin)
+		setupErr = hostcheck.Subreap(runtimeBin)
 	}
 	code := m.Run()
 	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {

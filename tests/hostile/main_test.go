@@ -20,8 +20,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 var (
@@ -42,11 +40,8 @@ func TestMain(m *testing.M) {
 	// Like containerd's shim, be the subreaper of what the runtime leaves
 	// (a SIGKILLed runtime's container init is reparented to us), and reap
 	// such orphans so that their exit can be observed.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil && setupErr == nil {
-		setupErr = fmt.Errorf("become child subreaper: %w", err)
-	}
 	if setupErr == nil {
-		go hostcheck.ReapOrphans(binary)
+		setupErr = hostcheck.Subreap(binary)
 	}
 	code := m.Run()
 	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {

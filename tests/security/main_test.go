@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"io/fs"
 	"math/big"
 	"os"
@@ -52,16 +53,7 @@ var (
 func TestMain(m *testing.M) {
 	wd, _ := os.Getwd()
 	repo = filepath.Clean(filepath.Join(wd, "..", ".."))
-	binary = os.Getenv("SKILLRUN")
-	if binary == "" {
-		binary = filepath.Join(repo, "bin", "skillrun")
-	}
-	if abs, err := filepath.Abs(binary); err == nil {
-		binary = abs
-	}
-	if fi, err := os.Stat(binary); err != nil || fi.Mode()&0o111 == 0 {
-		binaryErr = fmt.Errorf("skillrun binary %s not found or not executable (build it with make static, or set SKILLRUN)", binary)
-	}
+	binary, binaryErr = hostcheck.SkillrunBinary(repo)
 	hostPidNS, _ = os.Readlink("/proc/self/ns/pid")
 	os.Exit(m.Run())
 }

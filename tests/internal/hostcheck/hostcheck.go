@@ -1,9 +1,12 @@
+//go:build linux
+
 // Package hostcheck holds the host-side helpers several black-box suites
 // share: reaping the zombies a subreaper inherits, and finding cgroup
 // directories a container left behind.
 package hostcheck
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -80,4 +83,33 @@ func CgroupDirsNamed(id string) []string {
 		})
 	}
 	return found
+}
+
+// Subreap makes the test process the subreaper of what the runtime
+// leaves, like containerd's shim (a SIGKILLed runtime's container init is
+// reparented to it; pid 1 here does not reap), and reaps such orphans in
+// the background so that their exit can be observed.
+func Subreap(binaryPath string) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become child subreaper: %w", err)
+	}
+	go ReapOrphans(binaryPath)
+	return nil
+}
+
+// SkillrunBinary is the binary under test: $SKILLRUN, else
+// <repo>/bin/skillrun, made absolute. The error says how to get one when
+// it is missing.
+func SkillrunBinary(repo string) (string, error) {
+	bin := os.Getenv("SKILLRUN")
+	if bin == "" {
+		bin = filepath.Join(repo, "bin", "skillrun")
+	}
+	if abs, err := filepath.Abs(bin); err == nil {
+		bin = abs
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+		return bin, fmt.Errorf("skillrun binary %s not found or not executable (build it with make, or set SKILLRUN)", bin)
+	}
+	return bin, nil
 }
