@@ -4,7 +4,6 @@ package tests
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -824,27 +823,10 @@ func assertNoTrace(t testing.TB, r *rt, id string, pid int, bundleDir string) {
 	}
 }
 
-// procsMentioning scans /proc for live processes whose command line
-// contains s (e.g. a runtime init still holding the container ID).
+// procsMentioning lists live processes holding one of the needles as a
+// whole argument (see hostcheck.ProcsWithArg).
 func procsMentioning(s string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		cl := string(bytes.ReplaceAll(data, []byte{0}, []byte{' '}))
-		if strings.Contains(cl, s) && pidAlive(pid) {
-			out = append(out, fmt.Sprintf("%d: %s", pid, cl))
-		}
-	}
-	return out
+	return hostcheck.ProcsWithArg([]string{s})
 }
 
 // readCgroupFile reads a cgroup control file of the container.

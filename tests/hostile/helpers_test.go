@@ -3,7 +3,6 @@
 package hostile_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -434,30 +433,10 @@ func unescapeMount(s string) string {
 	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
 }
 
-// procsMentioning lists live (not zombie) processes other than us whose
-// command line contains one of needles.
+// procsMentioning lists live processes holding one of the needles as a
+// whole argument (see hostcheck.ProcsWithArg).
 func procsMentioning(needles []string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		cl := string(bytes.ReplaceAll(data, []byte{0}, []byte{' '}))
-		for _, n := range needles {
-			if n != "" && strings.Contains(cl, n) && pidAlive(pid) {
-				out = append(out, fmt.Sprintf("%d: %s", pid, cl))
-				break
-			}
-		}
-	}
-	return out
+	return hostcheck.ProcsWithArg(needles)
 }
 
 // pidAlive says whether pid is a live, not zombie, process.

@@ -113,3 +113,58 @@ func SkillrunBinary(repo string) (string, error) {
 	}
 	return bin, nil
 }
+
+// ProcsWithArg lists live (not zombie) processes other than the caller
+// that hold one of needles as a whole command-line argument, or, for a
+// needle that is an absolute path, an argument naming that path or a
+// path under it. Whole arguments, not substrings: a container ID such as
+// "a b" or "x" must not match an unrelated process whose script text
+// happens to contain those letters (a CI runner's shell, an editor).
+func ProcsWithArg(needles []string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+		if argMatches(args, needles) && alive(pid) {
+			out = append(out, fmt.Sprintf("%d: %s", pid, strings.Join(args, " ")))
+		}
+	}
+	return out
+}
+
+func argMatches(args, needles []string) bool {
+	for _, a := range args {
+		for _, n := range needles {
+			if n == "" {
+				continue
+			}
+			if a == n {
+				return true
+			}
+			if filepath.IsAbs(n) && (strings.HasPrefix(a, strings.TrimSuffix(n, "/")+"/") || strings.HasSuffix(a, "="+n)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// alive says whether pid is a live process, not a zombie.
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
