@@ -396,3 +396,67 @@ func TestProcSyscalls(t *testing.T) {
 		})
 	}
 }
+
+// TestProcCompatABI: the 32-bit compat syscall ABI (int 0x80) and x32 are
+// closed. The probe asks for a directory in its granted workspace three
+// ways: the native syscall (the control, which must appear on the host),
+// i386's mkdir through int 0x80, and x32's mkdir; the host checks that
+// only the control exists. Under the earlier filter, which listed the
+// i386 and x32 ABIs next to x86_64, int 0x80 created its directory (the
+// compat ABI, a kernel surface of its own, was open); x32 is not built
+// into every kernel (then it fails either way).
+func TestProcCompatABI(t *testing.T) {
+	probe(t, "proc/compat-abi", func(p *P, m *mode) {
+		needAmd64(p)
+		sk := pyProbe(p, m, "abi", `
+import mmap, subprocess
+CHILD = r'''
+import ctypes, mmap, sys
+kind, path = sys.argv[1], sys.argv[2].encode() + b"\0"
+MAP_32BIT = 0x40  # int 0x80 takes 32-bit pointers
+buf = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_32BIT,
+                prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+assert base < 1 << 32, hex(base)
+buf[256:256 + len(path)] = path
+a = base + 256
+le = lambda v, n: v.to_bytes(n, "little")
+if kind == "i386":  # push rbx; mov eax,39 (mkdir); mov ebx,path; mov ecx,0755; int 0x80; pop rbx; ret
+    code = b"\x53\xb8" + le(39, 4) + b"\xbb" + le(a, 4) + b"\xb9" + le(0o755, 4) + b"\xcd\x80\x5b\xc3"
+else:  # mov eax,0x40000000|83 (x32 mkdir); mov rdi,path; mov esi,0755; syscall; ret
+    code = b"\xb8" + le(0x40000000 | 83, 4) + b"\x48\xbf" + le(a, 8) + b"\xbe" + le(0o755, 4) + b"\x0f\x05\xc3"
+buf[0:len(code)] = code
+print(ctypes.CFUNCTYPE(ctypes.c_int)(base)(), flush=True)
+'''
+attempt("native mkdir", lambda: os.mkdir("/workspace/" + REQ["native"]))
+for kind in ("i386", "x32"):
+    r = subprocess.run([sys.executable, "-c", CHILD, kind, "/workspace/" + REQ[kind]], capture_output=True, text=True)
+    OUT[kind] = "returncode %d: %s %s" % (r.returncode, r.stdout.strip(), r.stderr.strip()[-200:])
+done()
+`, "")
+		ws := filepath.Join(sk.base, "ws")
+		if err := os.Mkdir(ws, 0o755); err != nil {
+			p.Fatalf("%v", err)
+		}
+		os.Chown(ws, sk.uid, sk.uid)
+		if m.rootless() {
+			os.Chown(ws, m.uid, m.gid)
+		}
+		names := map[string]string{"native": "native-" + sk.token, "i386": "i386-" + sk.token, "x32": "x32-" + sk.token}
+		o := m.skill(p, sk, mustJSON(names), "--workspace", ws)
+		o.wantCode(p, 0)
+		out := o.out(p)
+		if _, err := os.Stat(filepath.Join(ws, names["native"])); err != nil {
+			p.Fatalf("the control (a native mkdir in the workspace) did not reach the host, so the probe proves nothing: %s (%v)", str(out, "native mkdir"), err)
+		}
+		for _, kind := range []string{"i386", "x32"} {
+			if _, err := os.Stat(filepath.Join(ws, names[kind])); err == nil {
+				p.Errorf("LEAK: the %s syscall ABI is open: it created %s on the host (%s)", kind, names[kind], str(out, kind))
+			}
+		}
+		// int 0x80 meets the filter's bad-arch action: SIGSYS.
+		if v := str(out, "i386"); !strings.HasPrefix(v, "returncode -31") {
+			p.Errorf("int 0x80 in the sandbox: %s, want the child killed by SIGSYS (returncode -31)", v)
+		}
+	})
+}
