@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
@@ -60,7 +59,7 @@ func execCommand(e *env) *cli.Command {
 			}
 			if !opts.Detach {
 				sigs := notifyAll()
-				defer signal.Stop(sigs)
+				defer stopNotify(sigs)
 				opts.Signals = sigs
 			}
 			status, err := rt.Exec(c.Context, id, opts)
