@@ -22,6 +22,15 @@ import (
 // AnnotationEtcCopy annotation names (ld.so.cache, the alternatives
 // symlinks, localtime). Nothing else of the host's /etc is copied.
 func WriteBundle(dir string, sp *specs.Spec) error {
+	if err := WriteBundleFiles(dir, sp); err != nil {
+		return err
+	}
+	return WriteConfig(dir, sp)
+}
+
+// WriteBundleFiles writes everything of the bundle but config.json: what
+// a runtime that is handed the spec in memory needs before it starts.
+func WriteBundleFiles(dir string, sp *specs.Spec) error {
 	if sp == nil {
 		return errors.New("write bundle: nil spec")
 	}
@@ -73,11 +82,20 @@ func WriteBundle(dir string, sp *specs.Spec) error {
 			return fmt.Errorf("write bundle: scratch: %w", err)
 		}
 	}
+	return nil
+}
+
+// WriteConfig writes sp as dir/config.json, atomically (temp file and
+// rename).
+func WriteConfig(dir string, sp *specs.Spec) error {
+	if sp == nil {
+		return errors.New("write bundle: nil spec")
+	}
 	data, err := json.MarshalIndent(sp, "", "\t")
 	if err != nil {
 		return fmt.Errorf("write bundle: config.json: %w", err)
 	}
-	return writeAtomic(filepath.Join(abs, "config.json"), append(data, '\n'), 0o644)
+	return writeAtomic(filepath.Join(dir, "config.json"), append(data, '\n'), 0o644)
 }
 
 // makeMountPoints creates, under rootfs, the directory or empty file each

@@ -126,10 +126,18 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	}
 	defer claim.release()
 	dir := claim.dir
-	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid)
+	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid, false)
 	if err != nil {
 		return nil, err
 	}
+	// config.json is for people and tools that look at a running skill;
+	// the runtime gets the spec in memory. Encoding it (cold reflection,
+	// ~0.8 ms) overlaps the container's start on another core, and it is
+	// written before the bundle folder is removed.
+	cfgErr := make(chan error, 1)
+	go func() { cfgErr <- spec.WriteConfig(dir, sp) }()
+	waitConfig := sync.OnceValue(func() error { return <-cfgErr })
+	defer waitConfig()
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -163,6 +171,9 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 		default:
 			return nil, fmt.Errorf("run skill %q: %w", sk.Name, runErr)
 		}
+	}
+	if err := waitConfig(); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("bundle config.json not written: %v", err))
 	}
 	if info.Status == 0 && status != 0 {
 		info.Status = status
@@ -231,7 +242,7 @@ func Bundle(dir string, sk *spec.Skill, argv []string, opts Options) (*spec.Poli
 	if err != nil {
 		return nil, fmt.Errorf("bundle folder: %w", err)
 	}
-	if _, err := writeBundle(abs, sk, platform, sopts, uid, gid); err != nil {
+	if _, err := writeBundle(abs, sk, platform, sopts, uid, gid, true); err != nil {
 		return nil, err
 	}
 	return policy, nil
@@ -263,10 +274,10 @@ func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
 }
 
 // writeBundle generates the spec and writes the bundle into the existing,
-// empty folder dir. As root it gives dir to uid/gid (the sandbox's root
+// empty folder dir, config.json only when config is set. As root it gives dir to uid/gid (the sandbox's root
 // must reach rootfs; dir stays 0700) and, when the skill is not readable
 // by them, binds a copy they own.
-func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Option, uid, gid uint32) (*specs.Spec, error) {
+func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Option, uid, gid uint32, config bool) (*specs.Spec, error) {
 	if platform == "linux" {
 		root := os.Geteuid() == 0
 		if root {
@@ -303,7 +314,11 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 	if err := spec.Validate(sp); err != nil {
 		return nil, fmt.Errorf("generated spec for %q breaks the sandbox profile: %w", sk.Name, err)
 	}
-	if err := spec.WriteBundle(dir, sp); err != nil {
+	write := spec.WriteBundleFiles
+	if config {
+		write = spec.WriteBundle
+	}
+	if err := write(dir, sp); err != nil {
 		return nil, fmt.Errorf("skill %q: %w", sk.Name, err)
 	}
 	return sp, nil

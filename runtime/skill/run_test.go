@@ -41,8 +41,16 @@ func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 	f.specs = append(f.specs, opts.Spec)
 	f.bundles = append(f.bundles, opts.Bundle)
 	f.mu.Unlock()
-	if _, err := os.Stat(filepath.Join(opts.Bundle, "config.json")); err != nil {
+	// The runtime gets the spec in memory and needs rootfs; config.json
+	// is written alongside, while the container starts.
+	if _, err := os.Stat(filepath.Join(opts.Bundle, "rootfs")); err != nil {
 		return -1, err
+	}
+	if opts.Spec == nil {
+		return -1, errors.New("no spec handed to the runtime")
+	}
+	if !eventually(func() bool { _, err := os.Stat(filepath.Join(opts.Bundle, "config.json")); return err == nil }) {
+		return -1, errors.New("config.json never appeared in the bundle during the run")
 	}
 	in, _ := io.ReadAll(opts.Stdio.Stdin)
 	f.mu.Lock()
@@ -59,6 +67,16 @@ func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {
 }
 
 var errNS = errors.New("not used by the skill runner")
+
+// eventually polls cond for up to two seconds.
+func eventually(cond func() bool) bool {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
 
 func (f *fakeRT) Create(context.Context, string, runtime.CreateOpts) error { return errNS }
 func (f *fakeRT) Start(context.Context, string) error                      { return errNS }
