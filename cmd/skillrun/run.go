@@ -108,4 +108,3 @@ func notifyAll() chan os.Signal {
 func stopNotify(sigs chan os.Signal) {
 	go signal.Stop(sigs)
 }
-
