@@ -26,6 +26,10 @@ type started struct {
 	p       *libcontainer.Process
 	io      *procIO
 	cgroups bool
+	// memDir is the container's memory cgroup folder ("" when none),
+	// kept from start so the exit path does not ask libcontainer for
+	// its whole state again.
+	memDir string
 }
 
 // Create implements runtime.Runtime: the init is left blocked on the exec
@@ -180,8 +184,12 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		runPoststart(c, hooks, r.warn)
 	}
 	st, err := c.State()
-	cg := err == nil && len(st.CgroupPaths) > 0 && useCgroups
-	return &started{c: c, p: p, io: pio, cgroups: cg}, nil
+	s := &started{c: c, p: p, io: pio}
+	if err == nil {
+		s.cgroups = len(st.CgroupPaths) > 0 && useCgroups
+		s.memDir = st.CgroupPaths["memory"]
+	}
+	return s, nil
 }
 
 // loadSpec returns a private copy of the spec with the root path and
@@ -385,13 +393,11 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 			e.MaxRSS = ru.Maxrss * 1024
 		}
 	}
-	if st, err := s.c.State(); err == nil {
-		if dir := st.CgroupPaths["memory"]; dir != "" {
-			peak, oom := memoryEvents(dir)
-			if peak > e.MaxRSS {
-				e.MaxRSS = peak
-			}
-			e.OOMKilled = oom
+	if s.memDir != "" {
+		peak, oom := memoryEvents(s.memDir)
+		if peak > e.MaxRSS {
+			e.MaxRSS = peak
 		}
+		e.OOMKilled = oom
 	}
 }
