@@ -114,6 +114,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		r.warn(w)
 	}
 	hooks := takeHooks(config)
+	shimPrestart(config)
 	_, serr := os.Lstat(r.stateDir(id))
 	existed := serr == nil
 	c, err := libcontainer.Create(r.root, id, config)

@@ -5,6 +5,7 @@ package linux
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,10 +18,16 @@ import (
 	"github.com/skillrun/skillrun/runtime/runtimetest"
 )
 
-// TestMain lets libcontainer re-execute this test binary as the init.
+// TestMain lets libcontainer re-execute this test binary as the init, and
+// as the prestart hook shim.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "init" {
 		Init()
+	}
+	if len(os.Args) > 1 && os.Args[1] == HookStateArg {
+		err := HookShim(os.Args[2:], os.Stdin)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }
@@ -90,7 +97,8 @@ func writeSpec(t *testing.T, dir string, s *specs.Spec) {
 }
 
 // TestPoststartHooks checks the runtime-spec semantics libcontainer does
-// not have: poststart hooks run at start (not create), with the state
+// not have: prestart hooks get the state "created" (libcontainer says
+// "creating"), poststart hooks run at start (not create), with the state
 // "running", and a failing one is only a warning.
 func TestPoststartHooks(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -107,7 +115,10 @@ func TestPoststartHooks(t *testing.T) {
 	s.Process.Terminal = false
 	s.Process.Args = []string{"sleep", "30"}
 	stopped := filepath.Join(dir, "poststop.out")
-	s.Hooks = &specs.Hooks{Poststart: []specs.Hook{
+	pre := filepath.Join(dir, "prestart.out")
+	s.Hooks = &specs.Hooks{Prestart: []specs.Hook{
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "cat > " + pre + "; echo \"$0 $HOOKENV\" > " + pre + ".argv", "arg1"}, Env: []string{"HOOKENV=env1"}},
+	}, Poststart: []specs.Hook{
 		{Path: "/bin/false"},
 		{Path: "/bin/sh", Args: []string{"sh", "-c", "cat > " + out}},
 	}, Poststop: []specs.Hook{
@@ -125,13 +136,24 @@ func TestPoststartHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Delete(ctx, "hooks", true) })
+	data, err := os.ReadFile(pre)
+	if err != nil {
+		t.Fatalf("prestart hook did not run: %v", err)
+	}
+	var pst specs.State
+	if err := json.Unmarshal(data, &pst); err != nil || pst.Status != specs.StateCreated || pst.ID != "hooks" || pst.Pid <= 0 {
+		t.Fatalf("prestart stdin = %s (%v), want the state with status created and the init's pid", data, err)
+	}
+	if argv, _ := os.ReadFile(pre + ".argv"); strings.TrimSpace(string(argv)) != "arg1 env1" {
+		t.Fatalf("prestart hook saw $0 and HOOKENV = %q, want the hook's own arguments and environment (arg1 env1)", argv)
+	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("poststart hook ran at create")
 	}
 	if err := r.Start(ctx, "hooks"); err != nil {
 		t.Fatalf("start with a failing poststart hook: %v", err)
 	}
-	data, err := os.ReadFile(out)
+	data, err = os.ReadFile(out)
 	if err != nil {
 		t.Fatalf("second poststart hook did not run: %v", err)
 	}

@@ -1,0 +1,67 @@
+//go:build linux
+
+package linux
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/opencontainers/runc/libcontainer/configs"
+)
+
+func TestWithStatus(t *testing.T) {
+	in := `{"ociVersion":"1.2.1","id":"c","status":"creating","pid":42,"bundle":"/b","annotations":{"k":"v"}}`
+	out, err := withStatus([]byte(in), "created")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want map[string]any
+	json.Unmarshal(out, &got)
+	json.Unmarshal([]byte(in), &want)
+	want["status"] = "created"
+	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
+		t.Fatalf("withStatus = %s, want %s", g, w)
+	}
+	for _, bad := range []string{"", "null", "[]", "{", `"x"`} {
+		if _, err := withStatus([]byte(bad), "created"); err == nil {
+			t.Errorf("withStatus(%q) accepted a state that is not a JSON object", bad)
+		}
+	}
+}
+
+func TestShimPrestart(t *testing.T) {
+	c := &configs.Config{Hooks: configs.Hooks{
+		configs.Prestart: {
+			configs.NewCommandHook(&configs.Command{Path: "/hook", Args: []string{"h", "a"}, Env: []string{"E=1"}}),
+			configs.NewCommandHook(&configs.Command{Path: "/bare"}),
+		},
+		configs.CreateRuntime: {configs.NewCommandHook(&configs.Command{Path: "/cr"})},
+	}}
+	shimPrestart(c)
+	pre := c.Hooks[configs.Prestart]
+	want := [][]string{
+		{"skillrun-hook", HookStateArg, "created", "/hook", "h", "a"},
+		{"skillrun-hook", HookStateArg, "created", "/bare", "/bare"},
+	}
+	for i, h := range pre {
+		cmd := h.(configs.CommandHook).Command
+		if cmd.Path != "/proc/self/exe" || mustJSON(t, cmd.Args) != mustJSON(t, want[i]) {
+			t.Errorf("prestart hook %d = %s %q, want /proc/self/exe %q", i, cmd.Path, cmd.Args, want[i])
+		}
+	}
+	if env := pre[0].(configs.CommandHook).Command.Env; len(env) != 1 || env[0] != "E=1" {
+		t.Errorf("the hook's environment was not kept: %q", env)
+	}
+	if p := c.Hooks[configs.CreateRuntime][0].(configs.CommandHook).Command.Path; p != "/cr" {
+		t.Errorf("createRuntime hook rewritten to %s; only prestart hooks are shimmed", p)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
