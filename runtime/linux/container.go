@@ -155,7 +155,10 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err != nil {
 		return nil, err
 	}
-	if run {
+	// Replaying the device rules in order happens between start and exec,
+	// before any of the container's code runs.
+	ordered := wantsDeviceOrder(spec, config)
+	if run && !ordered {
 		err = c.Run(p)
 	} else {
 		err = c.Start(p)
@@ -163,6 +166,17 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err != nil {
 		pio.close()
 		return nil, mapErr(err)
+	}
+	if ordered {
+		err := replayDevices(c, config)
+		if err == nil && run {
+			err = mapErr(c.Exec())
+		}
+		if err != nil {
+			terminate(p)
+			pio.close()
+			return nil, err
+		}
 	}
 	if err := pio.waitConsole(); err != nil {
 		terminate(p)

@@ -178,3 +178,76 @@ func TestPoststartHooks(t *testing.T) {
 		t.Fatalf("warnings = %q, want a second one for poststop hook #0", warns)
 	}
 }
+
+// TestDeviceRulesInOrder: on a cgroup v1 host the devices cgroup lists the
+// spec's rules in the order given (runtime-tools linux_cgroups_devices),
+// followed by the default devices; libcontainer alone writes them sorted
+// its own way.
+func TestDeviceRulesInOrder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: runs a real container with a devices cgroup")
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Skip("needs busybox-static for the test rootfs")
+	}
+	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.list"); err != nil {
+		t.Skip("needs a cgroup v1 devices hierarchy at /sys/fs/cgroup/devices")
+	}
+	dir := t.TempDir()
+	s := ExampleSpec(false)
+	s.Root.Path = busyboxRootfs(t, bb)
+	s.Process.Terminal = false
+	s.Process.Args = []string{"sleep", "30"}
+	i64 := func(v int64) *int64 { return &v }
+	s.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{
+		{Allow: false, Access: "rwm"},
+		{Allow: true, Type: "c", Major: i64(10), Minor: i64(229), Access: "rwm"},
+		{Allow: true, Type: "b", Major: i64(8), Minor: i64(20), Access: "rw"},
+		{Allow: true, Type: "b", Major: i64(10), Minor: i64(200), Access: "r"},
+	}}
+	writeSpec(t, dir, s)
+	r, err := New(runtime.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, verb := range []string{"create", "run"} {
+		id := "devices-" + verb
+		if verb == "create" {
+			err = r.Create(ctx, id, runtime.CreateOpts{Bundle: dir})
+		} else {
+			_, err = r.Run(ctx, id, runtime.RunOpts{CreateOpts: runtime.CreateOpts{Bundle: dir}, Detach: true})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", verb, err)
+		}
+		t.Cleanup(func() { _ = r.Delete(ctx, id, true) })
+		st, err := r.State(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", st.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rel string
+		for _, l := range strings.Split(string(cg), "\n") {
+			if p := strings.SplitN(l, ":", 3); len(p) == 3 && p[1] == "devices" {
+				rel = p[2]
+			}
+		}
+		list, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/devices", rel, "devices.list"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(list)), "\n")
+		want := []string{"c 10:229 rwm", "b 8:20 rw", "b 10:200 r"}
+		if len(lines) < len(want) || strings.Join(lines[:len(want)], "|") != strings.Join(want, "|") {
+			t.Errorf("%s: devices.list starts %q, want the spec's rules in order %q", verb, lines, want)
+		}
+		if !strings.Contains(string(list), "c 1:3 rwm") {
+			t.Errorf("%s: devices.list lacks the default /dev/null rule: %q", verb, lines)
+		}
+	}
+}
