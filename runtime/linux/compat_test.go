@@ -3,10 +3,12 @@
 package linux
 
 import (
+	"strings"
 	"testing"
 
 	devices "github.com/opencontainers/cgroups/devices/config"
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/selinux/go-selinux"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,5 +30,19 @@ func TestRelaxConfig(t *testing.T) {
 	}
 	if len(warns) != 1 {
 		t.Errorf("warnings %q, want one for the bind", warns)
+	}
+}
+
+func TestRelaxConfigMountLabel(t *testing.T) {
+	c := &configs.Config{MountLabel: "system_u:object_r:svirt_sandbox_file_t:s0:c1,c2"}
+	warns := relaxConfig(c)
+	if selinux.GetEnabled() {
+		if c.MountLabel == "" || len(warns) != 0 {
+			t.Errorf("SELinux is enabled: the mount label must be kept (label %q, warnings %q)", c.MountLabel, warns)
+		}
+		return
+	}
+	if c.MountLabel != "" || len(warns) != 1 || !strings.Contains(warns[0], "SELinux is not enabled") {
+		t.Errorf("no SELinux: label %q, warnings %q; want the label dropped with one warning", c.MountLabel, warns)
 	}
 }
