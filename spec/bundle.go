@@ -14,13 +14,15 @@ import (
 )
 
 // WriteBundle writes an OCI bundle for sp into dir (created 0700 if
-// missing): config.json (atomically, temp file + rename), an empty rootfs/
-// holding only the mount points and the top-level symlinks named by the
-// AnnotationSymlinks annotation, and etc/: the generated files (passwd and
-// group with the one sandbox user, hosts with localhost only,
-// nsswitch.conf) plus copies of the secret-free host entries the
-// AnnotationEtcCopy annotation names (ld.so.cache, the alternatives
-// symlinks, localtime). Nothing else of the host's /etc is copied.
+// missing): config.json (atomically, temp file + rename) and rootfs/
+// holding the mount points, the top-level symlinks named by the
+// AnnotationSymlinks annotation, and etc/: the files AnnotationEtcGenerate
+// names (passwd and group with the one sandbox user, hosts with localhost
+// only, nsswitch.conf) plus copies of the secret-free host entries the
+// AnnotationEtcCopy annotation names (ld.so.cache, localtime,
+// resolv.conf when network is granted). Nothing else of the host's /etc
+// is copied. A skill copied for the run goes to BundleSkillDir, its
+// caller's business.
 func WriteBundle(dir string, sp *specs.Spec) error {
 	if err := WriteBundleFiles(dir, sp); err != nil {
 		return err
@@ -68,10 +70,10 @@ func WriteBundleFiles(dir string, sp *specs.Spec) error {
 			}
 		}
 	}
-	if err := writeGenerated(abs, sp); err != nil {
+	if err := writeGenerated(filepath.Join(rootfs, "etc"), sp); err != nil {
 		return err
 	}
-	if err := copyHostEtc(filepath.Join(abs, "etc"), sp.Annotations[AnnotationEtcCopy]); err != nil {
+	if err := copyHostEtc(filepath.Join(rootfs, "etc"), sp.Annotations[AnnotationEtcCopy]); err != nil {
 		return err
 	}
 	if err := makeMountPoints(abs, rootfs, sp, symlinks); err != nil {
@@ -124,17 +126,10 @@ func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]
 				break
 			}
 		}
-		target := filepath.Join(rootfs, filepath.FromSlash(d))
 		if nested {
-			// Under the read-only /etc bound from BUNDLE/etc (network
-			// grants bind /etc/ssl), the mount point must exist in the
-			// bind's source; other nested ones are the runtime's business.
-			rest, ok := strings.CutPrefix(d, "/etc/")
-			if !ok || !etcFromBundle(bundle, sp) {
-				continue
-			}
-			target = filepath.Join(bundle, "etc", filepath.FromSlash(rest))
+			continue
 		}
+		target := filepath.Join(rootfs, filepath.FromSlash(d))
 		isFile := false
 		if isBind(m) {
 			src := m.Source
@@ -168,21 +163,6 @@ func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]
 		}
 	}
 	return nil
-}
-
-// etcFromBundle reports whether sp binds BUNDLE/etc as /etc.
-func etcFromBundle(bundle string, sp *specs.Spec) bool {
-	for _, m := range sp.Mounts {
-		if path.Clean(m.Destination) != "/etc" || !isBind(m) {
-			continue
-		}
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(bundle, src)
-		}
-		return filepath.Clean(src) == filepath.Join(bundle, "etc")
-	}
-	return false
 }
 
 // maxEtcCopy bounds one copied host /etc file (ld.so.cache is ~100 KiB).
@@ -284,24 +264,12 @@ func isBind(m specs.Mount) bool {
 	return false
 }
 
-// writeGenerated writes BUNDLE/etc/* for the mounts that use them.
-func writeGenerated(bundle string, sp *specs.Spec) error {
-	etc := filepath.Join(bundle, "etc")
+// writeGenerated writes into etc the files the AnnotationEtcGenerate
+// annotation names.
+func writeGenerated(etc string, sp *specs.Spec) error {
 	want := map[string]bool{}
-	for _, m := range sp.Mounts {
-		src := filepath.ToSlash(m.Source)
-		if filepath.IsAbs(m.Source) {
-			rel, err := filepath.Rel(bundle, m.Source)
-			if err != nil || strings.HasPrefix(rel, "..") {
-				continue
-			}
-			src = filepath.ToSlash(rel)
-		}
-		if src == "etc" {
-			for _, name := range generatedEtc {
-				want[name] = true
-			}
-		} else if name, ok := strings.CutPrefix(src, "etc/"); ok {
+	if v := sp.Annotations[AnnotationEtcGenerate]; v != "" {
+		for _, name := range strings.Split(v, ",") {
 			want[name] = true
 		}
 	}
@@ -330,7 +298,7 @@ func writeGenerated(bundle string, sp *specs.Spec) error {
 	for name := range want {
 		content, ok := files[name]
 		if !ok {
-			return fmt.Errorf("write bundle: mount source etc/%s is not a file skillrun generates", name)
+			return fmt.Errorf("write bundle: annotation %s: %q is not a file skillrun generates", AnnotationEtcGenerate, name)
 		}
 		if err := writeAtomic(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
 			return err

@@ -27,16 +27,27 @@ const (
 )
 
 // AnnotationEtcCopy lists, comma-separated, the host /etc entries
-// WriteBundle copies into BUNDLE/etc (symlinks as symlinks, a folder of
-// symlinks entry by entry, small files by content): BUNDLE/etc is bound
-// read-only as the sandbox's whole /etc, one mount instead of one per
-// file (each mount costs the runtime about a millisecond of checked path
-// walking at start).
+// WriteBundle copies into ROOTFS/etc (symlinks as symlinks, a folder of
+// symlinks entry by entry, small files by content). The sandbox's /etc is
+// a plain folder of the read-only root, not a mount: every mount costs
+// the runtime a few hundred microseconds of checked path walking at
+// start.
 const AnnotationEtcCopy = "run.skillrun.etc.copy"
 
-// GeneratedEtc are the files WriteBundle generates under BUNDLE/etc, the
+// AnnotationEtcGenerate lists, comma-separated, the files WriteBundle
+// generates in ROOTFS/etc (of generatedEtc).
+const AnnotationEtcGenerate = "run.skillrun.etc.generate"
+
+// generatedEtc are the files WriteBundle can generate in ROOTFS/etc, the
 // sandbox's /etc.
 var generatedEtc = []string{"passwd", "group", "hosts", "nsswitch.conf"}
+
+// BundleSkillDir is where, inside a bundle, a skill copied for the run
+// lives: in the rootfs at /skill, read-only with the root, so it needs no
+// mount of its own.
+func BundleSkillDir(bundle string) string {
+	return filepath.Join(bundle, "rootfs", strings.TrimPrefix(SkillMount, "/"))
+}
 
 // HostLayout is what of the host a Linux sandbox sees, all read-only.
 type HostLayout struct {
@@ -186,14 +197,6 @@ func rlimits(p *Policy) []specs.POSIXRlimit {
 	}
 }
 
-// bundleSource is the mount source of a generated bundle file.
-func bundleSource(o *options, rel string) string {
-	if o.bundleDir != "" {
-		return filepath.Join(o.bundleDir, filepath.FromSlash(rel))
-	}
-	return rel
-}
-
 var (
 	roBind   = []string{"rbind", "ro", "nosuid", "nodev"}
 	roFile   = []string{"bind", "ro", "nosuid", "nodev", "noexec"}
@@ -244,7 +247,6 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	for _, d := range layout.Dirs {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
-	mounts = append(mounts, specs.Mount{Destination: "/etc", Type: "bind", Source: bundleSource(o, "etc"), Options: []string{"rbind", "ro", "nosuid", "nodev", "noexec"}})
 	etcCopy := append([]string(nil), layout.Etc...)
 	for _, d := range layout.EtcDirs {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
@@ -258,10 +260,12 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 			mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})
 		}
 	}
-	mounts = append(mounts,
-		specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: clone(roBind)},
-		specs.Mount{Destination: ScratchMount, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")},
-	)
+	// A skill copied into the bundle's rootfs is part of the read-only
+	// root; one elsewhere is bound there.
+	if o.bundleDir == "" || filepath.Clean(s.Dir) != BundleSkillDir(o.bundleDir) {
+		mounts = append(mounts, specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: clone(roBind)})
+	}
+	mounts = append(mounts, specs.Mount{Destination: ScratchMount, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")})
 	for _, w := range p.Writable {
 		mounts = append(mounts, specs.Mount{Destination: w, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")})
 	}
@@ -291,6 +295,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if len(etcCopy) > 0 {
 		ann[AnnotationEtcCopy] = strings.Join(etcCopy, ",")
 	}
+	ann[AnnotationEtcGenerate] = strings.Join(generatedEtc, ",")
 	sp := &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{

@@ -429,11 +429,9 @@ func TestGenerateLinuxProfile(t *testing.T) {
 			t.Errorf("/tmp not size-limited: %v", m.Options)
 		}
 		hostEtcDir := m.Destination == "/etc/alternatives" && m.Source == "/etc/alternatives" && contains(m.Options, "ro")
-		if m.Source == "/etc" || (m.Destination == "/etc" && m.Source != "etc") || (strings.HasPrefix(m.Destination, "/etc/") && !hostEtcDir) || m.Destination == "/sys" || m.Destination == "/home" {
+		// /etc is a folder of the read-only root, generated: no mount.
+		if m.Source == "/etc" || m.Destination == "/etc" || (strings.HasPrefix(m.Destination, "/etc/") && !hostEtcDir) || m.Destination == "/sys" || m.Destination == "/home" {
 			t.Errorf("unexpected mount %+v", m)
-		}
-		if m.Destination == "/etc" && !contains(m.Options, "ro") {
-			t.Errorf("/etc not read-only: %v", m.Options)
 		}
 	}
 	denied := map[string]bool{}
@@ -587,15 +585,16 @@ func TestWriteBundle(t *testing.T) {
 	if !reflect.DeepEqual(back.Process.Args, sp.Process.Args) {
 		t.Error("config.json does not round-trip")
 	}
-	passwd, _ := os.ReadFile(filepath.Join(dir, "etc", "passwd"))
+	etc := filepath.Join(dir, "rootfs", "etc")
+	passwd, _ := os.ReadFile(filepath.Join(etc, "passwd"))
 	if string(passwd) != "skill:x:0:0:skill sandbox user:/tmp:/usr/sbin/nologin\n" {
 		t.Errorf("passwd = %q", passwd)
 	}
-	hosts, _ := os.ReadFile(filepath.Join(dir, "etc", "hosts"))
+	hosts, _ := os.ReadFile(filepath.Join(etc, "hosts"))
 	if strings.Count(string(hosts), "\n") != 2 || !strings.Contains(string(hosts), "localhost") {
 		t.Errorf("hosts = %q", hosts)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "etc", "resolv.conf")); err == nil {
+	if _, err := os.Stat(filepath.Join(etc, "resolv.conf")); err == nil {
 		t.Error("resolv.conf written without network")
 	}
 	if l, err := os.Readlink(filepath.Join(dir, "rootfs", "bin")); err != nil || l != "usr/bin" {
@@ -604,17 +603,20 @@ func TestWriteBundle(t *testing.T) {
 	if strings.Contains(sp.Annotations[AnnotationEtcCopy], "resolv.conf") {
 		t.Error("resolv.conf copied without network")
 	}
-	// The host entries the layout names are copied into BUNDLE/etc, the
-	// sandbox's whole /etc (one read-only bind).
+	// The host entries the layout names are copied into ROOTFS/etc, the
+	// sandbox's /etc (a folder of the read-only root, no mount).
 	if want, err := os.ReadFile("/etc/ld.so.cache"); err == nil {
-		if got, err := os.ReadFile(filepath.Join(dir, "etc", "ld.so.cache")); err != nil || !bytes.Equal(got, want) {
+		if got, err := os.ReadFile(filepath.Join(etc, "ld.so.cache")); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("etc/ld.so.cache not copied: %v", err)
 		}
 	}
-	// Host folders under /etc are bound, with their mount point made in
-	// BUNDLE/etc (the read-only /etc's source).
-	if fi, err := os.Stat(filepath.Join(dir, "etc", "alternatives")); err != nil || !fi.IsDir() {
-		t.Errorf("mount point etc/alternatives in the bundle's etc: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "etc")); err == nil {
+		t.Error("a bundle-level etc/ folder was written; /etc lives in rootfs")
+	}
+	// Host folders under /etc are bound, with their mount point in the
+	// rootfs's etc.
+	if fi, err := os.Stat(filepath.Join(etc, "alternatives")); err != nil || !fi.IsDir() {
+		t.Errorf("mount point etc/alternatives in the rootfs's etc: %v", err)
 	}
 	for p, dirWant := range map[string]bool{"usr": true, "skill": true, "tmp": true, "proc": true, "etc": true} {
 		fi, err := os.Stat(filepath.Join(dir, "rootfs", p))

@@ -285,18 +285,19 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 				return nil, fmt.Errorf("bundle folder: %w", err)
 			}
 		}
-		// A small skill is bound from a copy in the bundle: the sandbox's
-		// /proc/self/mountinfo names a bind's host path, and the skill's
-		// (/home/alice/...) would reveal the caller; the copy also pins
-		// the code for the run. A large one is bound in place unless its
-		// files are unreadable by the sandbox user (then copied anyway).
+		// A small skill is copied into the bundle's rootfs at /skill, read-
+		// only with the root and no mount of its own: a bind would name
+		// the skill's host path (/home/alice/...) in the sandbox's
+		// /proc/self/mountinfo, and the copy also pins the code for the
+		// run. A large one is bound in place unless its files are
+		// unreadable by the sandbox user (then copied anyway).
 		small := treeWithin(sk.Dir, maxSkillCopyBytes, maxSkillCopyFiles)
 		if small || (root && !readableBy(sk.Dir, uid, gid)) {
 			owner := [2]int{-1, -1}
 			if root {
 				owner = [2]int{int(uid), int(gid)}
 			}
-			cp := filepath.Join(dir, "skill")
+			cp := spec.BundleSkillDir(dir)
 			if err := copyTree(sk.Dir, cp, owner); err != nil {
 				return nil, fmt.Errorf("copy skill %q: %w", sk.Name, err)
 			}
