@@ -96,11 +96,10 @@ func writeSpec(t *testing.T, dir string, s *specs.Spec) {
 	}
 }
 
-// TestPoststartHooks checks the runtime-spec semantics libcontainer does
-// not have: prestart hooks get the state "created" (libcontainer says
-// "creating"), poststart hooks run at start (not create), with the state
-// "running", and a failing one is only a warning.
-func TestPoststartHooks(t *testing.T) {
+// sleepSpec is the spec of a real container running `sleep 30` in a
+// busybox rootfs; it skips the test unless root with busybox-static.
+func sleepSpec(t *testing.T) *specs.Spec {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: runs a real container")
 	}
@@ -108,12 +107,21 @@ func TestPoststartHooks(t *testing.T) {
 	if err != nil {
 		t.Skip("needs busybox-static for the test rootfs")
 	}
-	dir := t.TempDir()
-	out := filepath.Join(dir, "hook.out")
 	s := ExampleSpec(false)
 	s.Root.Path = busyboxRootfs(t, bb)
 	s.Process.Terminal = false
 	s.Process.Args = []string{"sleep", "30"}
+	return s
+}
+
+// TestPoststartHooks checks the runtime-spec semantics libcontainer does
+// not have: prestart hooks get the state "created" (libcontainer says
+// "creating"), poststart hooks run at start (not create), with the state
+// "running", and a failing one is only a warning.
+func TestPoststartHooks(t *testing.T) {
+	s := sleepSpec(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "hook.out")
 	stopped := filepath.Join(dir, "poststop.out")
 	pre := filepath.Join(dir, "prestart.out")
 	s.Hooks = &specs.Hooks{Prestart: []specs.Hook{
@@ -184,21 +192,11 @@ func TestPoststartHooks(t *testing.T) {
 // followed by the default devices; libcontainer alone writes them sorted
 // its own way.
 func TestDeviceRulesInOrder(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: runs a real container with a devices cgroup")
-	}
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Skip("needs busybox-static for the test rootfs")
-	}
 	if _, err := os.Stat("/sys/fs/cgroup/devices/devices.list"); err != nil {
 		t.Skip("needs a cgroup v1 devices hierarchy at /sys/fs/cgroup/devices")
 	}
+	s := sleepSpec(t)
 	dir := t.TempDir()
-	s := ExampleSpec(false)
-	s.Root.Path = busyboxRootfs(t, bb)
-	s.Process.Terminal = false
-	s.Process.Args = []string{"sleep", "30"}
 	i64 := func(v int64) *int64 { return &v }
 	s.Linux.Resources = &specs.LinuxResources{Devices: []specs.LinuxDeviceCgroup{
 		{Allow: false, Access: "rwm"},

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
 // cmdTimeout bounds every single client command.
@@ -392,23 +394,11 @@ func openPTY() (master, slave *os.File, err error) {
 	return m, s, nil
 }
 
-// procsWithCmdline returns the PIDs whose command line contains substr.
+// procsWithCmdline returns the live PIDs whose command line contains substr.
 func procsWithCmdline(substr string) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), substr) {
-			pids = append(pids, pid)
-		}
+	for _, p := range hostcheck.Procs(func(args []string) bool { return strings.Contains(strings.Join(args, " "), substr) }) {
+		pids = append(pids, p.Pid)
 	}
 	return pids
 }
@@ -419,17 +409,7 @@ func cmdlineOf(pid int) string {
 }
 
 // pidAlive reports whether pid exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
+func pidAlive(pid int) bool { return hostcheck.Alive(pid) }
 
 // waitFor polls cond until it is true or the timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {

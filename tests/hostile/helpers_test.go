@@ -440,18 +440,7 @@ func procsMentioning(needles []string) []string {
 }
 
 // pidAlive says whether pid is a live, not zombie, process.
-func pidAlive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
-}
+func pidAlive(pid int) bool { return hostcheck.Alive(pid) }
 
 // removeTree lazily unmounts anything under dir, deepest first, then
 // removes it without crossing into other file systems.

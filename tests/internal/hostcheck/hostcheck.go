@@ -121,8 +121,24 @@ func SkillrunBinary(repo string) (string, error) {
 // "a b" or "x" must not match an unrelated process whose script text
 // happens to contain those letters (a CI runner's shell, an editor).
 func ProcsWithArg(needles []string) []string {
-	ents, _ := os.ReadDir("/proc")
 	var out []string
+	for _, p := range Procs(func(args []string) bool { return argMatches(args, needles) }) {
+		out = append(out, fmt.Sprintf("%d: %s", p.Pid, strings.Join(p.Args, " ")))
+	}
+	return out
+}
+
+// Proc is a live process: its pid and command line.
+type Proc struct {
+	Pid  int
+	Args []string
+}
+
+// Procs lists the live (not zombie) processes other than the caller whose
+// command line match accepts.
+func Procs(match func(args []string) bool) []Proc {
+	ents, _ := os.ReadDir("/proc")
+	var out []Proc
 	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -134,8 +150,8 @@ func ProcsWithArg(needles []string) []string {
 			continue
 		}
 		args := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-		if argMatches(args, needles) && alive(pid) {
-			out = append(out, fmt.Sprintf("%d: %s", pid, strings.Join(args, " ")))
+		if match(args) && Alive(pid) {
+			out = append(out, Proc{Pid: pid, Args: args})
 		}
 	}
 	return out
@@ -158,13 +174,14 @@ func argMatches(args, needles []string) bool {
 	return false
 }
 
-// alive says whether pid is a live process, not a zombie.
-func alive(pid int) bool {
+// Alive says whether pid is a live process: not gone, not a zombie, not
+// dying.
+func Alive(pid int) bool {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
