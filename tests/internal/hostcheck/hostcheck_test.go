@@ -30,13 +30,16 @@ func TestArgMatches(t *testing.T) {
 
 func TestProcsWithArg(t *testing.T) {
 	marker := "hostcheck-marker-" + strings.Repeat("z", 8)
-	cmd := exec.Command("sh", "-c", "sleep 30", marker)
+	// The marker is sleep's argv[0]: a process that never forks, so no
+	// short-lived copy of it can be caught mid-fork.
+	cmd := exec.Command("sleep", "30")
+	cmd.Args[0] = marker
 	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start sh: %v", err)
+		t.Skipf("cannot start sleep: %v", err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	if got := ProcsWithArg([]string{marker}); len(got) != 1 {
-		t.Errorf("ProcsWithArg(%q) = %v, want the one sh started (pid %d)", marker, got, cmd.Process.Pid)
+		t.Errorf("ProcsWithArg(%q) = %v, want the one sleep started (pid %d)", marker, got, cmd.Process.Pid)
 	}
 	if got := ProcsWithArg([]string{"marker-" + strings.Repeat("z", 8)}); len(got) != 0 {
 		t.Errorf("a substring matched: %v", got)
