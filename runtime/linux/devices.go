@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/moby/sys/userns"
 	"github.com/opencontainers/cgroups"
 	devices "github.com/opencontainers/cgroups/devices/config"
 	"github.com/opencontainers/runc/libcontainer"
@@ -40,7 +41,9 @@ func wantsDeviceOrder(spec *specs.Spec, config *configs.Config) bool {
 	if !specAllows || config.Cgroups == nil || config.Cgroups.Resources == nil || config.RootlessCgroups {
 		return false
 	}
-	return len(config.Cgroups.Resources.Devices) > 0 && os.Geteuid() == 0
+	// As root inside a user namespace (rootless podman runs runtimes so)
+	// libcontainer leaves the devices cgroup alone, and so does skillrun.
+	return len(config.Cgroups.Resources.Devices) > 0 && os.Geteuid() == 0 && !userns.RunningInUserNS()
 }
 
 // replayDeviceRules writes rules, in order, into the v1 devices cgroup
