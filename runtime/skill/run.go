@@ -274,9 +274,10 @@ func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
 }
 
 // writeBundle generates the spec and writes the bundle into the existing,
-// empty folder dir, config.json only when config is set. As root it gives dir to uid/gid (the sandbox's root
-// must reach rootfs; dir stays 0700) and, when the skill is not readable
-// by them, binds a copy they own.
+// empty folder dir (config.json only when config is set). As root it
+// gives dir to uid/gid (the sandbox's root must reach rootfs; dir stays
+// 0700) and copies a small skill, or one they cannot read, into the
+// rootfs as theirs.
 func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Option, uid, gid uint32, config bool) (*specs.Spec, error) {
 	if platform == "linux" {
 		root := os.Geteuid() == 0
