@@ -661,3 +661,37 @@ func TestGenerateLinuxMasksHostIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateSkillInRootfs: a skill copied to BundleSkillDir is part of
+// the read-only root (no /skill mount); a skill elsewhere is bound.
+func TestGenerateSkillInRootfs(t *testing.T) {
+	s := loadExample(t, "calculator")
+	bundle := t.TempDir()
+	hasSkillMount := func(sp *specs.Spec) bool {
+		for _, m := range sp.Mounts {
+			if m.Destination == SkillMount {
+				return true
+			}
+		}
+		return false
+	}
+	sp, err := Generate(s, "linux", WithHostLayout(testLayout), WithHostID(1000, 1000), WithBundleDir(bundle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasSkillMount(sp) {
+		t.Errorf("a skill outside the bundle (%s) is not bound at %s", s.Dir, SkillMount)
+	}
+	c := *s
+	c.Dir = BundleSkillDir(bundle)
+	sp, err = Generate(&c, "linux", WithHostLayout(testLayout), WithHostID(1000, 1000), WithBundleDir(bundle))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasSkillMount(sp) {
+		t.Errorf("a skill copied into the rootfs (%s) is still bound at %s", c.Dir, SkillMount)
+	}
+	if !sp.Root.Readonly {
+		t.Error("the root holding the skill is not read-only")
+	}
+}
