@@ -38,6 +38,11 @@ func shimPrestart(config *configs.Config) {
 		if !ok || ch.Command == nil {
 			continue
 		}
+		// A hook that cannot be executed is left as it is, so that its
+		// error reads as libcontainer's (and runc's): fork/exec PATH: ...
+		if err := unix.Access(ch.Command.Path, unix.X_OK); err != nil {
+			continue
+		}
 		orig := *ch.Command
 		argv := orig.Args
 		if len(argv) == 0 {

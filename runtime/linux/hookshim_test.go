@@ -32,18 +32,22 @@ func TestWithStatus(t *testing.T) {
 func TestShimPrestart(t *testing.T) {
 	c := &configs.Config{Hooks: configs.Hooks{
 		configs.Prestart: {
-			configs.NewCommandHook(&configs.Command{Path: "/hook", Args: []string{"h", "a"}, Env: []string{"E=1"}}),
-			configs.NewCommandHook(&configs.Command{Path: "/bare"}),
+			configs.NewCommandHook(&configs.Command{Path: "/bin/sh", Args: []string{"h", "a"}, Env: []string{"E=1"}}),
+			configs.NewCommandHook(&configs.Command{Path: "/bin/true"}),
+			configs.NewCommandHook(&configs.Command{Path: "/nonexistent/hook"}),
 		},
 		configs.CreateRuntime: {configs.NewCommandHook(&configs.Command{Path: "/cr"})},
 	}}
 	shimPrestart(c)
 	pre := c.Hooks[configs.Prestart]
 	want := [][]string{
-		{"skillrun-hook", HookStateArg, "created", "/hook", "h", "a"},
-		{"skillrun-hook", HookStateArg, "created", "/bare", "/bare"},
+		{"skillrun-hook", HookStateArg, "created", "/bin/sh", "h", "a"},
+		{"skillrun-hook", HookStateArg, "created", "/bin/true", "/bin/true"},
 	}
-	for i, h := range pre {
+	if p := pre[2].(configs.CommandHook).Command.Path; p != "/nonexistent/hook" {
+		t.Errorf("a hook that cannot be executed was wrapped (%s); its error should stay libcontainer's", p)
+	}
+	for i, h := range pre[:2] {
 		cmd := h.(configs.CommandHook).Command
 		if cmd.Path != "/proc/self/exe" || mustJSON(t, cmd.Args) != mustJSON(t, want[i]) {
 			t.Errorf("prestart hook %d = %s %q, want /proc/self/exe %q", i, cmd.Path, cmd.Args, want[i])
