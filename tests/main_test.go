@@ -9,11 +9,11 @@ package tests
 import (
 	"fmt"
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+	"github.com/skillrun/skillrun/tests/internal/rootfs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 )
 
@@ -95,90 +95,14 @@ func setup() error {
 	return buildRootfs(rootfsTemplate)
 }
 
-// buildRootfs makes a minimal rootfs from the host's static busybox: the
-// binary, one symlink per applet, the usual mount points and an /etc with
-// root and an unprivileged user.
+// buildRootfs makes the suite's busybox rootfs, with root, an
+// unprivileged user and nobody in /etc.
 func buildRootfs(dir string) error {
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		return fmt.Errorf("busybox not found (install busybox-static: hack/install-deps.sh test): %w", err)
-	}
-	out, err := exec.Command("file", "-L", bb).Output()
-	if err == nil && !strings.Contains(string(out), "statically linked") {
-		return fmt.Errorf("%s is not statically linked; install busybox-static", bb)
-	}
-	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc", "root", "run", "var/tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	if err := os.Chmod(filepath.Join(dir, "tmp"), 0o1777); err != nil {
-		return err
-	}
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
-		return err
-	}
-	list, err := exec.Command(bb, "--list").Output()
-	if err != nil {
-		return fmt.Errorf("busybox --list: %w", err)
-	}
-	for _, applet := range strings.Fields(string(list)) {
-		if applet == "busybox" {
-			continue
-		}
-		if err := os.Symlink("busybox", filepath.Join(dir, "bin", applet)); err != nil {
-			return err
-		}
-	}
-	files := map[string]string{
+	return rootfs.Busybox(dir, map[string]string{
 		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
 		"etc/group":  "root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // cloneRootfs copies the template to dir, hard-linking busybox.
-func cloneRootfs(dir string) error {
-	return filepath.WalkDir(rootfsTemplate, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(rootfsTemplate, p)
-		dst := filepath.Join(dir, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
-			return os.Chmod(dst, info.Mode().Perm()|info.Mode()&os.ModeSticky)
-		case info.Mode()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, dst)
-		default:
-			if err := os.Link(p, dst); err == nil {
-				return nil
-			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return os.WriteFile(dst, data, info.Mode().Perm())
-		}
-	})
-}
+func cloneRootfs(dir string) error { return rootfs.Clone(rootfsTemplate, dir) }

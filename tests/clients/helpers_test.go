@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+	"github.com/skillrun/skillrun/tests/internal/rootfs"
 )
 
 // cmdTimeout bounds every single client command.
@@ -159,58 +160,23 @@ func removeTree(t *testing.T, dir string) {
 	}
 }
 
-// busyboxRootfs builds a minimal root file system from the static busybox.
+// busyboxRootfs builds a minimal root file system from the static busybox
+// in dir/rootfs, skipping the test when the host has none.
 func busyboxRootfs(t *testing.T, dir string) string {
 	t.Helper()
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		t.Skipf("SKIP: busybox (package busybox-static) not found: %v", err)
-	}
-	if out, err := exec.Command("file", "-L", bb).CombinedOutput(); err == nil && !bytes.Contains(out, []byte("statically linked")) {
-		t.Skipf("SKIP: %s is not statically linked (install busybox-static): %s", bb, out)
-	}
-	rootfs := filepath.Join(dir, "rootfs")
-	for _, d := range []string{"bin", "proc", "sys", "dev", "etc", "tmp", "root", "run"} {
-		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(filepath.Join(rootfs, "tmp"), 0o1777); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(rootfs, "bin", "busybox"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	list, err := exec.Command(bb, "--list").Output()
-	if err != nil {
-		t.Fatalf("busybox --list: %v", err)
-	}
-	for _, applet := range strings.Fields(string(list)) {
-		if applet == "busybox" {
-			continue
-		}
-		// Relative links: `busybox --install -s` would point at the host path.
-		if err := os.Symlink("busybox", filepath.Join(rootfs, "bin", applet)); err != nil && !errors.Is(err, os.ErrExist) {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]string{
+	dst := filepath.Join(dir, "rootfs")
+	err := rootfs.Busybox(dst, map[string]string{
 		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
 		"etc/group":  "root:x:0:\nnobody:x:65534:\n",
+		"etc/mtab":   "-> /proc/mounts",
+	})
+	if errors.Is(err, rootfs.ErrNoBusybox) {
+		t.Skipf("SKIP: %v", err)
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(rootfs, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("/proc/mounts", filepath.Join(rootfs, "etc", "mtab")); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return rootfs
+	return dst
 }
 
 // argvWrapper writes an executable named name into dir that appends its

@@ -15,8 +15,8 @@ package hostile_test
 import (
 	"fmt"
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+	"github.com/skillrun/skillrun/tests/internal/rootfs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -82,51 +82,10 @@ func requireSetup(t testing.TB) {
 	}
 }
 
-// buildRootfs makes a minimal rootfs from the host's static busybox.
+// buildRootfs makes the suite's busybox rootfs.
 func buildRootfs(dir string) error {
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		return fmt.Errorf("busybox not found (install busybox-static: hack/install-deps.sh test): %w", err)
-	}
-	for _, d := range []string{"bin", "proc", "dev", "sys", "tmp", "etc", "root"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return err
-		}
-	}
-	data, err := os.ReadFile(bb)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bin", "busybox"), data, 0o755); err != nil {
-		return err
-	}
-	for _, applet := range []string{"sh", "sleep", "cat", "echo", "true", "false", "head", "printf", "yes"} {
-		if err := os.Symlink("busybox", filepath.Join(dir, "bin", applet)); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(filepath.Join(dir, "etc", "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644)
+	return rootfs.Busybox(dir, map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n"})
 }
 
 // cloneRootfs copies the template to dir, hard-linking files.
-func cloneRootfs(dir string) error {
-	return filepath.WalkDir(rootfsTemplate, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(rootfsTemplate, p)
-		dst := filepath.Join(dir, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(dst, 0o755)
-		case d.Type()&os.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(target, dst)
-		default:
-			return os.Link(p, dst)
-		}
-	})
-}
+func cloneRootfs(dir string) error { return rootfs.Clone(rootfsTemplate, dir) }
