@@ -121,3 +121,17 @@ func lineOf(data []byte, off int64) int {
 	}
 	return bytes.Count(data[:off], []byte("\n")) + 1
 }
+
+// IsBind reports whether m is a bind mount: of type "bind", or with a
+// "bind" or "rbind" option.
+func IsBind(m specs.Mount) bool {
+	if m.Type == "bind" {
+		return true
+	}
+	for _, o := range m.Options {
+		if o == "bind" || o == "rbind" {
+			return true
+		}
+	}
+	return false
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/runtime"
 )
 
 // WriteBundle writes an OCI bundle for sp into dir (created 0700 if
@@ -131,7 +133,7 @@ func makeMountPoints(bundle, rootfs string, sp *specs.Spec, symlinks map[string]
 		}
 		target := filepath.Join(rootfs, filepath.FromSlash(d))
 		isFile := false
-		if isBind(m) {
+		if runtime.IsBind(m) {
 			src := m.Source
 			if !filepath.IsAbs(src) {
 				src = filepath.Join(bundle, src)
@@ -250,18 +252,6 @@ func modeOption(opts []string) (os.FileMode, bool) {
 		}
 	}
 	return 0, false
-}
-
-func isBind(m specs.Mount) bool {
-	if m.Type == "bind" {
-		return true
-	}
-	for _, o := range m.Options {
-		if o == "bind" || o == "rbind" {
-			return true
-		}
-	}
-	return false
 }
 
 // writeGenerated writes into etc the files the AnnotationEtcGenerate

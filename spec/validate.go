@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/runtime"
 )
 
 // Validate checks that sp is a well-formed skill sandbox spec that keeps
@@ -79,10 +81,10 @@ func Validate(sp *specs.Spec) error {
 			fail(f+".destination", "%q is mounted twice", m.Destination)
 		}
 		seen[m.Destination] = true
-		if isBind(m) && m.Source == "" {
+		if runtime.IsBind(m) && m.Source == "" {
 			fail(f+".source", "bind mount of %q has no source", m.Destination)
 		}
-		if isBind(m) && (m.Source == "/" || path.Clean(m.Source) == "/") {
+		if runtime.IsBind(m) && (m.Source == "/" || path.Clean(m.Source) == "/") {
 			fail(f+".source", "the host root must not be bound")
 		}
 	}

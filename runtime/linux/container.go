@@ -245,24 +245,12 @@ func loadSpec(o runtime.CreateOpts) (*specs.Spec, string, error) {
 	mounts := make([]specs.Mount, len(spec.Mounts))
 	copy(mounts, spec.Mounts)
 	for i, m := range mounts {
-		if m.Source != "" && !filepath.IsAbs(m.Source) && isBind(m) {
+		if m.Source != "" && !filepath.IsAbs(m.Source) && runtime.IsBind(m) {
 			mounts[i].Source = filepath.Join(bundle, m.Source)
 		}
 	}
 	spec.Mounts = mounts
 	return spec, bundle, nil
-}
-
-func isBind(m specs.Mount) bool {
-	if m.Type == "bind" {
-		return true
-	}
-	for _, o := range m.Options {
-		if o == "bind" || o == "rbind" {
-			return true
-		}
-	}
-	return false
 }
 
 // terminate kills a half-started process and reaps it.
