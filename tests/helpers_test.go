@@ -537,7 +537,7 @@ func (r *rt) track(c *container) {
 	c.t.Cleanup(func() {
 		r.exec(runOpts{timeout: 20 * time.Second}, "kill", c.id, "KILL")
 		r.exec(runOpts{timeout: 20 * time.Second}, "delete", "--force", c.id)
-		if c.pid > 1 && pidAlive(c.pid) && inOtherPidNS(c.pid) {
+		if c.pid > 1 && pidAlive(c.pid) && hostcheck.InOtherPidNS(c.pid) {
 			_ = unix.Kill(c.pid, unix.SIGKILL)
 			waitPidGone(c.pid, 5*time.Second)
 		}
@@ -552,19 +552,7 @@ func (r *rt) track(c *container) {
 			if filepath.Base(d) != c.id {
 				continue // only ever touch a cgroup named after the container
 			}
-			if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
-				for _, f := range strings.Fields(string(data)) {
-					if p, err := strconv.Atoi(f); err == nil && p > 1 && inOtherPidNS(p) {
-						_ = unix.Kill(p, unix.SIGKILL)
-					}
-				}
-			}
-			for i := 0; i < 50 && os.Remove(d) != nil; i++ {
-				if _, err := os.Stat(d); err != nil {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			hostcheck.RemoveCgroup(d)
 		}
 		if r.root != "" {
 			_ = os.RemoveAll(filepath.Join(r.root, c.id))
@@ -932,15 +920,6 @@ func fileUID(fi os.FileInfo) int {
 		return int(st.Uid)
 	}
 	return -1
-}
-
-// inOtherPidNS says whether pid lives in a pid namespace other than ours:
-// the cleanup only ever kills container processes, never a host process a
-// runtime might have misreported.
-func inOtherPidNS(pid int) bool {
-	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	ours, err2 := os.Readlink("/proc/self/ns/pid")
-	return err1 == nil && err2 == nil && theirs != ours
 }
 
 // rootLeftovers lists what a state root holds that a gone container could

@@ -67,27 +67,14 @@ func skillIDs(names ...string) []string {
 // cgroupDirsPrefixed finds cgroup folders whose name starts with one of
 // prefixes (unique per test).
 func cgroupDirsPrefixed(prefixes []string) []string {
-	var found []string
-	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
-	for _, h := range hier {
-		base := strings.Count(h, "/")
-		filepath.WalkDir(h, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
+	return hostcheck.CgroupDirs(5, func(name string) bool {
+		for _, pre := range prefixes {
+			if strings.HasPrefix(name, pre) {
+				return true
 			}
-			if strings.Count(p, "/")-base > 5 {
-				return fs.SkipDir
-			}
-			for _, pre := range prefixes {
-				if strings.HasPrefix(d.Name(), pre) {
-					found = append(found, p)
-					return fs.SkipDir
-				}
-			}
-			return nil
-		})
-	}
-	return found
+		}
+		return false
+	})
 }
 
 // TestConcurrentSkillRuns: 50 skill runs at once, a mix of the examples
@@ -310,26 +297,8 @@ func TestKillDuringSkillRun(t *testing.T) {
 // namespace (a container process, never a host one).
 func removeCgroups(id string) {
 	for _, d := range hostcheck.CgroupDirsNamed(id) {
-		if data, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
-			for _, f := range strings.Fields(string(data)) {
-				if p, err := strconv.Atoi(f); err == nil && p > 1 && inOtherPidNS(p) {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-			}
-		}
-		for i := 0; i < 50 && os.Remove(d) != nil; i++ {
-			if _, err := os.Stat(d); err != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		hostcheck.RemoveCgroup(d)
 	}
-}
-
-func inOtherPidNS(pid int) bool {
-	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-	ours, err2 := os.Readlink("/proc/self/ns/pid")
-	return err1 == nil && err2 == nil && theirs != ours
 }
 
 // TestCorruptState plants broken container folders in the state root:

@@ -64,6 +64,13 @@ func CgroupDirsNamed(id string) []string {
 	if id == "" || id == "." || id == ".." || strings.Contains(id, "/") {
 		return nil
 	}
+	return CgroupDirs(4, func(name string) bool { return name == id })
+}
+
+// CgroupDirs finds, in every cgroup hierarchy down to depth levels below
+// its root, the directories whose name match accepts (not descending
+// into one that matched).
+func CgroupDirs(depth int, match func(name string) bool) []string {
 	var found []string
 	hier, _ := filepath.Glob("/sys/fs/cgroup/*")
 	for _, h := range hier {
@@ -72,10 +79,10 @@ func CgroupDirsNamed(id string) []string {
 			if err != nil || !d.IsDir() {
 				return nil
 			}
-			if strings.Count(p, "/")-base > 4 {
+			if strings.Count(p, "/")-base > depth {
 				return fs.SkipDir
 			}
-			if d.Name() == id {
+			if match(d.Name()) {
 				found = append(found, p)
 				return fs.SkipDir
 			}
@@ -184,4 +191,33 @@ func Alive(pid int) bool {
 	s := string(data)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// InOtherPidNS says whether pid lives in a pid namespace other than the
+// caller's: cleanups only ever kill container processes, never a host
+// process a runtime might have misreported.
+func InOtherPidNS(pid int) bool {
+	theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	ours, err2 := os.Readlink("/proc/self/ns/pid")
+	return err1 == nil && err2 == nil && theirs != ours
+}
+
+// RemoveCgroup removes the cgroup folder dir a test found left behind,
+// first killing the processes in it that live in another pid namespace
+// (a container's, never a host one), retrying for up to a second while
+// the kernel lets them go.
+func RemoveCgroup(dir string) {
+	if data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+		for _, f := range strings.Fields(string(data)) {
+			if p, err := strconv.Atoi(f); err == nil && p > 1 && InOtherPidNS(p) {
+				_ = unix.Kill(p, unix.SIGKILL)
+			}
+		}
+	}
+	for i := 0; i < 50 && os.Remove(dir) != nil; i++ {
+		if _, err := os.Stat(dir); err != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
