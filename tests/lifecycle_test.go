@@ -615,7 +615,16 @@ func TestExec(t *testing.T) {
 		if nsLink(t, pid, "pid") != nsLink(t, c.pid, "pid") || nsLink(t, pid, "mnt") != nsLink(t, c.pid, "mnt") {
 			t.Errorf("exec pid %d is not in the container's namespaces", pid)
 		}
-		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.HasPrefix(string(cmd), "sleep\x00999") {
+		// exec --detach returns once the process is started in the
+		// container (runc too), a moment before its execve: wait for it.
+		var cmd []byte
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			cmd, _ = os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.HasPrefix(string(cmd), "sleep\x00999") || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !strings.HasPrefix(string(cmd), "sleep\x00999") {
 			t.Errorf("exec pid %d runs %q, want sleep 999", pid, cmd)
 		}
 		if pids := psJSON(t, r, c.id); !containsInt(pids, pid) {
