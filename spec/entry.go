@@ -40,9 +40,6 @@ var conventionalEntries = []string{
 	"main.py", "main.js", "main.mjs", "main.sh", "run.py", "run.js", "run.mjs", "run.sh",
 }
 
-// ConventionalEntries returns the entry points Load looks for, in order.
-func ConventionalEntries() []string { return append([]string(nil), conventionalEntries...) }
-
 // resolveEntry sets s.Entry from the manifest or by convention.
 func (s *Skill) resolveEntry() error {
 	if p := s.Manifest.Entry; p != "" {

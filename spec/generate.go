@@ -175,16 +175,13 @@ func processEnv(p *Policy, home, tmp, skillDir, workspace string) []string {
 	return env
 }
 
-func annotations(s *Skill, p *Policy, platform string, o *options) map[string]string {
+func annotations(s *Skill, p *Policy, platform string) map[string]string {
 	a := map[string]string{
 		AnnotationSkill:    s.Name,
 		AnnotationPlatform: platform,
 		AnnotationNetwork:  p.Network,
 		AnnotationTimeout:  strconv.FormatInt(p.Timeout.Milliseconds(), 10),
 		AnnotationOutput:   strconv.FormatInt(p.Output, 10),
-	}
-	for k, v := range o.annotation {
-		a[k] = v
 	}
 	return a
 }
@@ -288,7 +285,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		symlinks = append(symlinks, k+"="+v)
 	}
 	sort.Strings(symlinks)
-	ann := annotations(s, p, "linux", o)
+	ann := annotations(s, p, "linux")
 	if len(symlinks) > 0 {
 		ann[AnnotationSymlinks] = strings.Join(symlinks, ",")
 	}
@@ -367,7 +364,7 @@ func generateDarwin(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		},
 		Root:        &specs.Root{Path: "rootfs", Readonly: true},
 		Mounts:      mounts,
-		Annotations: annotations(s, p, "darwin", o),
+		Annotations: annotations(s, p, "darwin"),
 	}
 	return sp, nil
 }

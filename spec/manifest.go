@@ -265,9 +265,6 @@ var (
 // declare them and the operator may not override them.
 var reservedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "SKILL_DIR": true, "WORKSPACE": true}
 
-// IsReservedEnv reports whether the sandbox sets name itself.
-func IsReservedEnv(name string) bool { return reservedEnv[name] }
-
 // check validates manifest values, returning every problem.
 func (m *Manifest) check() error {
 	var errs []error

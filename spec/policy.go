@@ -90,24 +90,23 @@ type Policy struct {
 type Option func(*options)
 
 type options struct {
-	network    string
-	memory     int64
-	cpus       float64
-	pids       int64
-	timeout    time.Duration
-	scratch    int64
-	output     int64
-	env        map[string]string
-	workspace  string
-	hostUID    uint32
-	hostGID    uint32
-	hostIDSet  bool
-	args       []string
-	bundleDir  string
-	layout     *HostLayout
-	arch       string
-	hostname   string
-	annotation map[string]string
+	network   string
+	memory    int64
+	cpus      float64
+	pids      int64
+	timeout   time.Duration
+	scratch   int64
+	output    int64
+	env       map[string]string
+	workspace string
+	hostUID   uint32
+	hostGID   uint32
+	hostIDSet bool
+	args      []string
+	bundleDir string
+	layout    *HostLayout
+	arch      string
+	hostname  string
 }
 
 // WithNetwork sets the network mode the operator grants: "none" or
@@ -173,16 +172,6 @@ func WithHostLayout(l HostLayout) Option { return func(o *options) { o.layout = 
 // WithArch sets the Go architecture the seccomp filter is built for
 // (default: the running one).
 func WithArch(goarch string) Option { return func(o *options) { o.arch = goarch } }
-
-// WithAnnotation adds an annotation to the spec.
-func WithAnnotation(k, v string) Option {
-	return func(o *options) {
-		if o.annotation == nil {
-			o.annotation = map[string]string{}
-		}
-		o.annotation[k] = v
-	}
-}
 
 func collect(opts []Option) *options {
 	o := &options{}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -133,9 +132,6 @@ func (e *env) policyOptions(c *cli.Context) (skill.Options, error) {
 	}
 	return o, nil
 }
-
-// isPolicy reports whether err is a policy refusal.
-func isPolicy(err error) bool { return errors.Is(err, spec.ErrPolicy) }
 
 // humanBytes formats a size for people.
 func humanBytes(n int64) string {
