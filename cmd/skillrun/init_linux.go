@@ -9,17 +9,16 @@ import (
 	"github.com/skillrun/skillrun/runtime/linux"
 )
 
-// libcontainer re-executes this binary as `skillrun init` to become the
-// container's init; that must happen before anything else runs. The
-// prestart hook shim (linux.HookStateArg) is the same kind of internal
-// entry point: it execs the real hook and returns only on failure.
+// The prestart hook shim (linux.HookStateArg) is an internal entry point of
+// this binary: it execs the real hook and returns only on failure. (The
+// other one, `skillrun init`, libcontainer's re-execution as the
+// container's init, is runtime/linux/containerinit's: it runs before this
+// package and the packages only the command line needs are initialised.)
 func init() {
 	if len(os.Args) < 2 {
 		return
 	}
 	switch os.Args[1] {
-	case "init":
-		linux.Init()
 	case linux.HookStateArg:
 		err := linux.HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)

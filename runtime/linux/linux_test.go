@@ -18,12 +18,9 @@ import (
 	"github.com/skillrun/skillrun/runtime/runtimetest"
 )
 
-// TestMain lets libcontainer re-execute this test binary as the init, and
-// as the prestart hook shim.
+// TestMain lets libcontainer re-execute this test binary as the prestart
+// hook shim (as the init, it is containerinit's, imported by this package).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "init" {
-		Init()
-	}
 	if len(os.Args) > 1 && os.Args[1] == HookStateArg {
 		err := HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)
