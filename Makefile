@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -buildvcs=false
 # Unit tests build the same way (hack/test.sh).
 export GOEXPERIMENT := jsonv2
 
-.PHONY: all skillrun static test unit integration lint cross bench conformance security-report fuzz demo install clean help deps
+.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps
 
 all: skillrun ## build bin/skillrun (static, seccomp compiled in)
 
@@ -55,8 +55,11 @@ cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compi
 	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runtime/skill ./cmd/skillrun; do \
 		GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o /dev/null $$p || exit 1; done
 
-bench: static ## compare skillrun with runc, crun, bwrap and bare python3
+bench: static lcfloor ## compare skillrun with runc, crun, bwrap, bare python3 and libcontainer's floor
 	hack/bench.sh
+
+lcfloor: deps ## build bin/lcfloor: the least a libcontainer caller can do (a benchmark peer)
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '-s -w -extldflags "-static"' -o bin/lcfloor ./hack/lcfloor
 
 conformance: static ## OCI runtime-tools validation suite against skillrun and runc
 	hack/conformance.sh

@@ -8,6 +8,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$repo/hack/bench/lib.sh"
 
 skillrun=${SKILLRUN:-$repo/bin/skillrun}
+lcfloor=${LCFLOOR:-$repo/bin/lcfloor}
 out=${BENCH_OUT:-$repo/tmp/bench}
 write_docs=1
 quick=${BENCH_QUICK:-0}
@@ -26,6 +27,10 @@ One command, one run, all peers side by side. Each figure is min / median / p95 
   skill        \`skillrun skill run\` of a generated hello-world Python skill vs bare python3, vs
                bwrap with an equivalent policy, vs \`runc run\` (and \`skillrun run\`) of the bundle
                \`skillrun skill bundle\` generates
+  lcfloor      in the cold-run and skill tables: hack/lcfloor, the least a libcontainer caller can do
+               (config.json -> specconv -> Create, Run, Wait, Destroy; no locks, hooks, state checks
+               or exit report), on the same bundles: libcontainer's own cost on this machine, the
+               floor under any runtime built on it (make lcfloor)
   throughput   100 cold runs at concurrency 2, runs/s per runtime
   memory       peak RSS (GNU time %M: the runtime and the children it waits for) and binary size
 Prints the table and ratios to stdout (ratio = peer median / skillrun median; runc is the reference
@@ -39,7 +44,8 @@ Options:
   --out DIR         raw results (default: \$BENCH_OUT or $out)
   --no-docs         do not rewrite docs/benchmarks.md and docs/benchmarks.png
   -h, --help        this text
-Environment: SKILLRUN (default bin/skillrun), BENCH_QUICK, BENCH_RUNS, BENCH_OUT.
+Environment: SKILLRUN (default bin/skillrun), LCFLOOR (default bin/lcfloor), BENCH_QUICK, BENCH_RUNS,
+BENCH_OUT.
 EOF
 }
 
@@ -79,6 +85,13 @@ cleanup() {
 			"${rt_path[$r]}" --root "$work/state/$r" delete --force "$id" >/dev/null 2>&1 || true
 		done
 	done
+	# lcfloor keeps libcontainer's state format; skillrun (or runc) can delete what it left.
+	r=${rt_path[skillrun]:-${rt_path[runc]:-}}
+	if [ -n "$r" ] && [ -d "$work/state/lcfloor" ]; then
+		for id in $("$r" --root "$work/state/lcfloor" list -q 2>/dev/null || true); do
+			"$r" --root "$work/state/lcfloor" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	fi
 	# Lazily unmount anything left below the work dir (deepest first), then the tmpfs itself.
 	awk -v d="$work" 'index($5, d "/") == 1 {print length($5) "\t" $5}' /proc/self/mountinfo |
 		sort -rn | cut -f2- | while read -r m; do umount -l "$m" 2>/dev/null || true; done
@@ -115,6 +128,16 @@ for r in skillrun runc crun; do
 	rt_path[$r]=$p
 done
 [ -n "${rt_path[runc]:-}" ] || die "runc must run here (it is the baseline)"
+# lcfloor takes STATE-ROOT BUNDLE ID (no runc CLI); it is a measuring stick, not a peer runtime.
+lc_ok=0 lc_note=
+if [ ! -x "$lcfloor" ]; then
+	lc_note="not available: $lcfloor not built (make lcfloor)"
+elif ! err=$(timeout 30 "$lcfloor" "$work/state/lcfloor" "$work/bundle" smoke-lcfloor </dev/null 2>&1 >/dev/null); then
+	lc_note="not available: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-200)"
+else
+	lc_ok=1
+fi
+if [ -n "$lc_note" ]; then log "lcfloor: $lc_note"; fi
 ref=skillrun
 [ -n "${rt_path[skillrun]:-}" ] || ref=runc
 peers=()
@@ -163,6 +186,11 @@ hf cold floor -- /bin/true
 for r in "${peers[@]}"; do
 	hf cold "$r" -- "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "cold-$r"
 done
+if [ "$lc_ok" = 1 ]; then
+	hf cold lcfloor -- "$lcfloor" "$work/state/lcfloor" "$work/bundle" cold-lcfloor
+else
+	row cold lcfloor 0 - - - ms "$lc_note"
+fi
 
 # --- 2. create, then start of a pre-created container --------------------------------------------
 for r in "${peers[@]}"; do
@@ -228,6 +256,13 @@ if [ "$bundle_ok" = 1 ]; then
 			row skill "$name" 0 - - - ms "failed on the generated bundle: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
 		fi
 	done
+	if [ "$lc_ok" != 1 ]; then
+		row skill lcfloor 0 - - - ms "$lc_note"
+	elif err=$("$lcfloor" "$work/state/lcfloor" "$work/skill-bundle" skill-lcfloor </dev/null 2>&1 >/dev/null); then
+		hf skill lcfloor -- "$lcfloor" "$work/state/lcfloor" "$work/skill-bundle" skill-lcfloor
+	else
+		row skill lcfloor 0 - - - ms "failed on the generated bundle: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
+	fi
 fi
 
 # --- 4. throughput: cold runs at concurrency 2 ------------------------------------------------------
@@ -314,7 +349,7 @@ table() {
 
 # Overheads and the issue's targets.
 targets() {
-	local s_cold r_cold s_start sk py
+	local s_cold r_cold s_start sk py lc
 	s_cold=$(median cold skillrun) r_cold=$(median cold runc) s_start=$(median start skillrun)
 	sk=$(median skill skillrun) py=$(median skill python3)
 	check() { if [ -z "$2" ]; then echo "| $1 | not measured | - |"; else awk -v d="$1" -v v="$2" -v ok="$3" 'BEGIN {printf "| %s | %s | %s |\n", d, v, ok ? "met" : "MISSED"}'; fi; }
@@ -328,6 +363,10 @@ targets() {
 		o=$(awk -v a="$sk" -v b="$py" 'BEGIN {printf "%.1f", a - b}')
 		check "skill run overhead over bare python3 < 15 ms median" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 15}')"
 	else check "skill run overhead over bare python3 < 15 ms median" ""; fi
+	lc=$(median skill lcfloor)
+	if [ -n "$lc" ] && [ -n "$py" ]; then
+		awk -v a="$lc" -v b="$py" 'BEGIN {printf "| (context) libcontainer floor: lcfloor on the skill bundle over bare python3 | %.1f ms | no libcontainer runtime goes below it |\n", a - b}'
+	fi
 	rs=$(awk -F'\t' '$1 == "rss" && $2 == "skillrun-skill" {print $6}' "$tsv")
 	if [ -n "$rs" ]; then check "skillrun skill run peak RSS < 20 MiB" "$rs MiB" "$(awk -v a="$rs" 'BEGIN {print a < 20}')"; else check "skillrun skill run peak RSS < 20 MiB" ""; fi
 }
@@ -353,7 +392,7 @@ chart() {
 	# label, median, min, p95, colour index (one per peer); grouped by scenario.
 	awk -F'\t' 'BEGIN {split("cold create start skill", o, " "); for (i in o) rank[o[i]] = i}
 		($1 in rank) && $5 != "-" {
-		c = ($2 == "skillrun" || $2 == "skillrun-run") ? 1 : ($2 == "runc") ? 2 : ($2 == "crun") ? 3 : ($2 == "floor" || $2 == "python3") ? 4 : 5
+		c = ($2 == "skillrun" || $2 == "skillrun-run") ? 1 : ($2 == "runc") ? 2 : ($2 == "crun") ? 3 : ($2 == "floor" || $2 == "python3" || $2 == "lcfloor") ? 4 : 5
 		printf "%d\t%d\t\"%s %s\"\t%s\t%s\t%s\t%d\n", rank[$1], NR, $1, $2, $5, $4, $6, c}' "$tsv" |
 		sort -n -k1,1 -k2,2 | cut -f3- >"$data"
 	gnuplot <<-EOF
@@ -373,7 +412,7 @@ chart() {
 		set linetype 5 lc rgb "#9467bd"
 		set yrange [0.3:*]
 		set rmargin 8
-		set label 1 "blue: skillrun  orange: runc  green: crun  grey: floor / python3  purple: bwrap" at graph 0.01, graph 0.96 font ",9"
+		set label 1 "blue: skillrun  orange: runc  green: crun  grey: floor / python3 / lcfloor  purple: bwrap" at graph 0.01, graph 0.96 font ",9"
 		plot "$data" using 0:2:(0.7):5:xtic(1) with boxes lc variable, \
 		     "" using 0:2:3:4 with yerrorbars lc rgb "black" pt -1
 	EOF
