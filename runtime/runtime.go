@@ -77,6 +77,12 @@ type RunOpts struct {
 	// Exit, when not nil, is filled with what Run observed (foreground
 	// runs only).
 	Exit *ExitInfo
+	// Started, when not nil, is called once with the PID of the
+	// container's process when it runs the configured program (foreground
+	// runs only), on the goroutine that called Run, before Run waits for
+	// it. It must not block: work that can wait until the container runs
+	// (so as not to compete with its start for the CPU) goes there.
+	Started func(pid int)
 }
 
 // ExecOpts are the options of Exec.

@@ -546,6 +546,9 @@ func (e *engine) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 	if opts.Detach {
 		return 0, nil
 	}
+	if opts.Started != nil {
+		opts.Started(c.pid)
+	}
 	var ctxErr error
 	for {
 		select {

@@ -123,6 +123,12 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	if o.Detach {
 		return 0, nil
 	}
+	if o.Started != nil {
+		r.mu.Lock()
+		pid := r.ctrs[id].state.Pid
+		r.mu.Unlock()
+		o.Started(pid)
+	}
 	r.mu.Lock()
 	status := r.ExitStatus
 	r.ctrs[id].state.Status = runtime.StatusStopped

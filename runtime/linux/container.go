@@ -308,6 +308,11 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 			_ = s.p.Signal(unix.SIGKILL)
 		}
 	}
+	if o.Started != nil {
+		if pid, err := s.p.Pid(); err == nil {
+			o.Started(pid)
+		}
+	}
 	status, ps, werr := wait(ctx, s.p, s.io, o.Signals, killAll)
 	s.io.close()
 	if o.Exit != nil {

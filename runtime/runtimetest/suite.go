@@ -157,9 +157,14 @@ func runExit(t *testing.T, h Harness) {
 	ctx := context.Background()
 	rt := h.New(t)
 	var info runtime.ExitInfo
-	status, err := rt.Run(ctx, "exit3", runtime.RunOpts{CreateOpts: runtime.CreateOpts{Bundle: h.Bundle(t, "sh", "-c", "exit 3")}, Exit: &info})
+	var started []int
+	status, err := rt.Run(ctx, "exit3", runtime.RunOpts{CreateOpts: runtime.CreateOpts{Bundle: h.Bundle(t, "sh", "-c", "exit 3")}, Exit: &info,
+		Started: func(pid int) { started = append(started, pid) }})
 	if err != nil || status != 3 || info.Status != 3 {
 		t.Fatalf("run exit 3 = %d (%+v), %v", status, info, err)
+	}
+	if len(started) != 1 || started[0] <= 0 {
+		t.Fatalf("Started called with %v, want once with the process' PID", started)
 	}
 	if _, err := rt.State(ctx, "exit3"); !errors.Is(err, runtime.ErrNotExist) {
 		t.Fatalf("run without keep left the container: %v", err)
@@ -167,9 +172,15 @@ func runExit(t *testing.T, h Harness) {
 	tctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	begin := time.Now()
-	status, err = rt.Run(tctx, "timeout", runtime.RunOpts{CreateOpts: runtime.CreateOpts{Bundle: h.Bundle(t, "sleep", "30")}})
+	var aliveErr error = errors.New("Started not called")
+	status, err = rt.Run(tctx, "timeout", runtime.RunOpts{CreateOpts: runtime.CreateOpts{Bundle: h.Bundle(t, "sleep", "30")},
+		// The process is running when Started is called: signal 0 reaches it.
+		Started: func(pid int) { aliveErr = syscall.Kill(pid, 0) }})
 	if !errors.Is(err, context.DeadlineExceeded) || status != 128+int(syscall.SIGKILL) {
 		t.Fatalf("run past its deadline = %d, %v; want 137 and DeadlineExceeded", status, err)
+	}
+	if aliveErr != nil {
+		t.Fatalf("container process at Started: %v", aliveErr)
 	}
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Fatalf("killing on deadline took %v", d)

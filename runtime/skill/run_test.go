@@ -42,13 +42,20 @@ func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 	f.bundles = append(f.bundles, opts.Bundle)
 	f.mu.Unlock()
 	// The runtime gets the spec in memory and needs rootfs; config.json
-	// is written alongside, while the container starts.
+	// is written once the container's program runs.
 	if _, err := os.Stat(filepath.Join(opts.Bundle, "rootfs")); err != nil {
 		return -1, err
 	}
 	if opts.Spec == nil {
 		return -1, errors.New("no spec handed to the runtime")
 	}
+	if _, err := os.Stat(filepath.Join(opts.Bundle, "config.json")); err == nil {
+		return -1, errors.New("config.json written before the container's program started")
+	}
+	if opts.Started == nil {
+		return -1, errors.New("no Started callback handed to the runtime")
+	}
+	opts.Started(4242)
 	if !eventually(func() bool { _, err := os.Stat(filepath.Join(opts.Bundle, "config.json")); return err == nil }) {
 		return -1, errors.New("config.json never appeared in the bundle during the run")
 	}
