@@ -453,8 +453,10 @@ profile_notes() {
 		- **JSON**: every process of a run decodes JSON once, cold (config.json, the init config,
 		  state.json). Building with `GOEXPERIMENT=jsonv2` (the standard library's v2 implementation
 		  behind `encoding/json`) halves the cold decode: config.json 0.84 -> 0.41 ms.
-		- **config.json of `skill run`** is encoded on another core while the container starts (the
-		  runtime gets the spec in memory): 0.8 ms off the critical path.
+		- **config.json of `skill run`** (the runtime gets the spec in memory) was first encoded on
+		  another core while the container started; on 2 cores that took CPU from the init (exec
+		  0.9-2.8 ms later than without it). It is now encoded once the skill's program runs
+		  (`RunOpts.Started`).
 		- **signal.Stop** of the all-signals relay waited for the signal loop to idle: 1.4 ms on the
 		  exit path of every foreground `run`; now in the background.
 		- **Mounts**: each costs libcontainer v1.5 about 0.2-0.35 ms (targets resolved and verified
