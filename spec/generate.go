@@ -235,9 +235,15 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if arch == "" {
 		arch = goruntime.GOARCH
 	}
+	dev := specs.Mount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}}
+	if o.devDir != "" {
+		// The host's prepared device folder (HostDevDir), read-only: the
+		// runtime then makes no device nodes or links of its own.
+		dev = specs.Mount{Destination: "/dev", Type: "bind", Source: o.devDir, Options: []string{"bind", "ro", "nosuid", "noexec"}}
+	}
 	mounts := []specs.Mount{
 		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
-		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		dev,
 		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
 		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: tmpfsOpt(8<<20, "1777")},
 	}

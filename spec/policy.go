@@ -107,6 +107,7 @@ type options struct {
 	layout    *HostLayout
 	arch      string
 	hostname  string
+	devDir    string
 }
 
 // WithNetwork sets the network mode the operator grants: "none" or

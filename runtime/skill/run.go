@@ -319,7 +319,13 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 			sk = &c
 		}
 	}
-	sp, err := spec.Generate(sk, platform, append(sopts, spec.WithBundleDir(dir))...)
+	sopts = append(sopts[:len(sopts):len(sopts)], spec.WithBundleDir(dir))
+	// The sandbox's /dev is the host's prepared device folder when it is
+	// (or, as root, can be made) usable; else a tmpfs the runtime fills.
+	if platform == "linux" && spec.EnsureDevDir(spec.HostDevDir) == nil {
+		sopts = append(sopts, spec.WithDevDir(spec.HostDevDir))
+	}
+	sp, err := spec.Generate(sk, platform, sopts...)
 	if err != nil {
 		return nil, fmt.Errorf("generate spec for %q: %w", sk.Name, err)
 	}

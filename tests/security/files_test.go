@@ -312,3 +312,80 @@ func keys(m map[string]bool) []string {
 	sort.Strings(k)
 	return k
 }
+
+// TestFilesDev: the sandbox's /dev holds the OCI default devices and
+// links, nothing else; the devices work; and nothing the sandbox tries
+// (create, link, mknod, chmod, remove, rename) changes the host's device
+// folder (spec.HostDevDir) its /dev is bound to, checked on the host.
+func TestFilesDev(t *testing.T) {
+	probe(t, "files/dev", func(p *P, m *mode) {
+		sk := pyProbe(p, m, "dev", `
+import stat
+def wr(v):
+    with open(v, "w") as f:
+        f.write("x")
+def null():
+    with open("/dev/null", "r+b") as f:
+        f.write(b"x")
+def rnd():
+    with open("/dev/urandom", "rb") as f:
+        return len(f.read(4))
+attempt("ls", lambda: sorted(os.listdir("/dev")))
+attempt("write /dev/null", null)
+attempt("read /dev/urandom", rnd)
+attempt("create", lambda: wr("/dev/skillrun-x"))
+attempt("mkdir", lambda: os.mkdir("/dev/skillrun-d"))
+attempt("symlink", lambda: os.symlink("/etc/passwd", "/dev/skillrun-l"))
+attempt("mknod", lambda: os.mknod("/dev/skillrun-b", 0o600 | stat.S_IFBLK, os.makedev(8, 0)))
+attempt("chmod", lambda: os.chmod("/dev/null", 0o600))
+attempt("unlink", lambda: os.unlink("/dev/zero"))
+attempt("rename", lambda: os.rename("/dev/full", "/dev/skillrun-full"))
+done()
+`, "")
+		if os.Geteuid() == 0 {
+			// What skill run does first: make the folder when it is missing.
+			_ = spec.EnsureDevDir(spec.HostDevDir)
+		}
+		bound := spec.CheckDevDir(spec.HostDevDir) == nil
+		var before os.FileInfo
+		if bound {
+			before, _ = os.Lstat(spec.HostDevDir)
+		}
+		o := m.skill(p, sk, "{}")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		if str(out, "write /dev/null") != "ok" || str(out, "read /dev/urandom") != "4" {
+			p.Errorf("the sandbox's devices do not work: /dev/null %s, /dev/urandom %s", str(out, "write /dev/null"), str(out, "read /dev/urandom"))
+		}
+		allowed := map[string]bool{}
+		for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty", "pts", "shm", "ptmx", "fd", "stdin", "stdout", "stderr", "core"} {
+			allowed[n] = true
+		}
+		ls, _ := out["ls"].([]any)
+		if len(ls) == 0 {
+			p.Fatalf("the probe could not list /dev: %s", str(out, "ls"))
+		}
+		for _, e := range ls {
+			if s, _ := e.(string); !allowed[s] {
+				p.Errorf("LEAK: the sandbox's /dev holds %q beyond the default devices", s)
+			}
+		}
+		if str(out, "mknod") == "ok" {
+			p.Errorf("ESCAPE: the sandbox made a block device node in /dev")
+		}
+		if !bound {
+			p.Skipf("/dev is the runtime's tmpfs here (%s is not a usable device folder: %v); the host-side check needs it", spec.HostDevDir, spec.CheckDevDir(spec.HostDevDir))
+		}
+		if err := spec.CheckDevDir(spec.HostDevDir); err != nil {
+			p.Errorf("LEAK: the sandbox changed the host's device folder: %v", err)
+		}
+		if after, err := os.Lstat(spec.HostDevDir); err != nil || !after.ModTime().Equal(before.ModTime()) {
+			p.Errorf("LEAK: the host's device folder %s was modified during the run", spec.HostDevDir)
+		}
+		for _, k := range []string{"create", "mkdir", "symlink", "chmod", "unlink", "rename"} {
+			if str(out, k) == "ok" {
+				p.Errorf("the sandbox's %s in the read-only /dev reported success", k)
+			}
+		}
+	})
+}

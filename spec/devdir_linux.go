@@ -1,0 +1,177 @@
+//go:build linux
+
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func statOwner(fi fs.FileInfo) (uint32, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return st.Uid, true
+}
+
+// CheckDevDir reports whether dir is a device folder a sandbox's /dev can
+// be bound to: exactly the entries of devEntries with their types,
+// devices, modes and targets, owned by root and not writable by anyone
+// else (the folder and its parent), on a filesystem mounted without nodev.
+func CheckDevDir(dir string) error {
+	if err := checkDevDirOwner(dir, statOwner); err != nil {
+		return err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return fmt.Errorf("device folder: statfs %s: %w", dir, err)
+	}
+	if sfs.Flags&unix.ST_NODEV != 0 {
+		return fmt.Errorf("device folder: %s is on a filesystem mounted nodev", dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	for _, e := range devEntries {
+		if err := checkDevEntry(int(f.Fd()), dir, e); err != nil {
+			return err
+		}
+	}
+	if len(names) != len(devEntries) {
+		for _, n := range names {
+			if !slices.ContainsFunc(devEntries, func(e devEntry) bool { return e.name == n }) {
+				return fmt.Errorf("device folder: %s is not one of its entries", filepath.Join(dir, n))
+			}
+		}
+	}
+	return nil
+}
+
+func checkDevEntry(dirfd int, dir string, e devEntry) error {
+	var st unix.Stat_t
+	p := filepath.Join(dir, e.name)
+	if err := unix.Fstatat(dirfd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("device folder: %s: %w", p, err)
+	}
+	if st.Uid != 0 || st.Gid != 0 {
+		return fmt.Errorf("device folder: %s is not owned by root", p)
+	}
+	typ, perm := st.Mode&unix.S_IFMT, st.Mode&0o7777
+	switch {
+	case e.mode&fs.ModeCharDevice != 0:
+		if typ != unix.S_IFCHR || perm != 0o666 || unix.Major(st.Rdev) != e.major || unix.Minor(st.Rdev) != e.minor {
+			return fmt.Errorf("device folder: %s is not character device %d:%d mode 0666", p, e.major, e.minor)
+		}
+	case e.mode&fs.ModeDir != 0:
+		if typ != unix.S_IFDIR || perm != 0o755 {
+			return fmt.Errorf("device folder: %s is not a directory of mode 0755", p)
+		}
+	default:
+		if typ != unix.S_IFLNK {
+			return fmt.Errorf("device folder: %s is not a symbolic link", p)
+		}
+		buf := make([]byte, len(e.target)+1)
+		n, err := unix.Readlinkat(dirfd, e.name, buf)
+		if err != nil || n != len(e.target) || string(buf[:n]) != e.target {
+			return fmt.Errorf("device folder: %s does not point to %s", p, e.target)
+		}
+	}
+	return nil
+}
+
+// EnsureDevDir returns nil when dir is a usable device folder
+// (CheckDevDir), making it first when it is missing or wrong and this
+// process is root: built beside it under a temporary name, then renamed
+// into place, so that a sandbox never sees a half-made one and concurrent
+// callers agree on one folder. The parent is created 0755 if missing.
+func EnsureDevDir(dir string) error {
+	err := CheckDevDir(dir)
+	if err == nil || os.Geteuid() != 0 {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, ".dev-")
+	if err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	for _, e := range devEntries {
+		p := filepath.Join(tmp, e.name)
+		switch {
+		case e.mode&fs.ModeCharDevice != 0:
+			err = unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(e.major, e.minor)))
+			if err == nil {
+				err = os.Chmod(p, 0o666) // past the umask
+			}
+		case e.mode&fs.ModeDir != 0:
+			err = os.Mkdir(p, 0o755)
+			if err == nil {
+				err = os.Chmod(p, 0o755)
+			}
+		default:
+			err = os.Symlink(e.target, p)
+		}
+		if err != nil {
+			return fmt.Errorf("device folder: %w", err)
+		}
+	}
+	if CheckDevDir(dir) != nil {
+		// A wrong folder in the way (not a half-made one: those are only
+		// ever under temporary names): moved aside, then removed.
+		if _, lerr := os.Lstat(dir); lerr == nil {
+			old, err := os.MkdirTemp(parent, ".dev-old-")
+			if err != nil {
+				return fmt.Errorf("device folder: %w", err)
+			}
+			defer os.RemoveAll(old)
+			if err := os.Rename(dir, filepath.Join(old, "dev")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("device folder: move aside %s: %w", dir, err)
+			}
+		}
+		// Losing a race to a concurrent caller leaves theirs in place.
+		_ = os.Rename(tmp, dir)
+	}
+	return CheckDevDir(dir)
+}
+
+// checkDevDirOwner fails unless dir and its parent are directories owned
+// by root that nobody else may write to (nobody else can swap or change
+// what a sandbox's /dev will be).
+func checkDevDirOwner(dir string, owner func(fs.FileInfo) (uid uint32, ok bool)) error {
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("device folder: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("device folder: %s is not a directory", p)
+		}
+		if uid, ok := owner(fi); !ok || uid != 0 {
+			return fmt.Errorf("device folder: %s is not owned by root", p)
+		}
+		if fi.Mode().Perm()&0o022 != 0 {
+			return fmt.Errorf("device folder: %s is writable by group or others (mode %v)", p, fi.Mode().Perm())
+		}
+	}
+	return nil
+}
