@@ -19,7 +19,9 @@ usage() {
 Usage: hack/bench.sh [options]        (make bench)
 
 One command, one run, all peers side by side. Each figure is min / median / p95 of wall time over
->= 50 iterations after warm-up (hyperfine -N, no shell in the measured command):
+>= 50 iterations after warm-up (hyperfine -N, no shell in the measured command), taken in 6 rounds
+in which the peers of a table take turns (2 rounds with --quick), so a shared machine's drift
+does not favour one peer:
   cold run     \`RT run\` of a /bin/true bundle (busybox-static rootfs, no tty, --root on a tmpfs)
                for skillrun, runc, crun, and a bare fork+exec of /bin/true as the floor
   create       \`RT create\` alone (the container is deleted in hyperfine's --prepare)
@@ -150,28 +152,54 @@ tsv=$out/results.tsv
 # row SCENARIO PEER N MIN MEDIAN P95 UNIT NOTE: one result line (times in ms).
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$tsv"; }
 
-# hf SCENARIO PEER [--prepare SCRIPT] -- CMD...: hyperfine one command, record min/median/p95 in ms.
+# Measuring in rounds: the commands of one scenario take turns, `rounds` rounds of runs/rounds
+# iterations each, so that a shared machine's drift (other tenants, CPU boost) spreads over every
+# peer instead of favouring whichever ran in the quiet minute. `hf` registers a command,
+# `measure` runs the scenario's commands and records each one's min/median/p95 over all rounds.
+declare -A c_peers=() c_cmd=() c_prep=()
+rounds=$(( runs >= 30 ? 6 : 2 ))
+
+# hf SCENARIO PEER [--prepare SCRIPT] -- CMD...: register CMD as PEER's command in SCENARIO.
 hf() {
-	local scenario=$1 peer=$2 json prep=() cmd
+	local scenario=$1 peer=$2
 	shift 2
+	c_prep[$scenario/$peer]=
 	if [ "$1" = --prepare ]; then
-		prep=(--prepare "$2")
+		c_prep[$scenario/$peer]=$2
 		shift 2
 	fi
 	[ "$1" = -- ] && shift
-	json=$out/$scenario-$peer.json
-	cmd=$(printf '%q ' "$@")
-	log "$scenario / $peer: $cmd"
-	if ! hyperfine -N --style none --warmup "$warmup" --runs "$runs" "${prep[@]}" \
-		--export-json "$json" --command-name "$peer" -- "$cmd" >/dev/null 2>"$out/$scenario-$peer.err"; then
-		row "$scenario" "$peer" 0 - - - ms "failed: $(tail -n 2 "$out/$scenario-$peer.err" | tr '\n' ' ' | cut -c1-160)"
-		return 0
-	fi
-	# p95: nearest rank, the ceil(0.95 n)-th smallest.
-	jq -r --arg s "$scenario" --arg p "$peer" 'def ms: . * 100000 | round / 100;
-		.results[0].times | sort | length as $n |
-		[$s, $p, $n, (.[0] | ms), (if $n % 2 == 1 then .[($n - 1) / 2] else (.[$n / 2 - 1] + .[$n / 2]) / 2 end | ms),
-		 (.[((0.95 * $n) | ceil) - 1] | ms), "ms", ""] | map(tostring) | join("\t")' "$json" >>"$tsv"
+	c_cmd[$scenario/$peer]=$(printf '%q ' "$@")
+	c_peers[$scenario]+=" $peer"
+}
+
+# measure SCENARIO: run its registered commands in rounds (warm-up in the first), record rows.
+measure() {
+	local scenario=$1 peer r n per json prep failed=" "
+	per=$(( (runs + rounds - 1) / rounds ))
+	for ((r = 1; r <= rounds; r++)); do
+		for peer in ${c_peers[$scenario]:-}; do
+			[[ $failed == *" $peer "* ]] && continue
+			json=$out/$scenario-$peer.r$r.json
+			prep=()
+			[ -n "${c_prep[$scenario/$peer]}" ] && prep=(--prepare "${c_prep[$scenario/$peer]}")
+			[ "$r" = 1 ] && log "$scenario / $peer: ${c_cmd[$scenario/$peer]}"
+			if ! hyperfine -N --style none --warmup "$([ "$r" = 1 ] && echo "$warmup" || echo 1)" --runs "$per" \
+				"${prep[@]}" --export-json "$json" --command-name "$peer" -- "${c_cmd[$scenario/$peer]}" \
+				>/dev/null 2>"$out/$scenario-$peer.err"; then
+				row "$scenario" "$peer" 0 - - - ms "failed: $(tail -n 2 "$out/$scenario-$peer.err" | tr '\n' ' ' | cut -c1-160)"
+				failed+="$peer "
+			fi
+		done
+	done
+	for peer in ${c_peers[$scenario]:-}; do
+		[[ $failed == *" $peer "* ]] && continue
+		# All rounds' times together; p95: nearest rank, the ceil(0.95 n)-th smallest.
+		jq -rs --arg s "$scenario" --arg p "$peer" 'def ms: . * 100000 | round / 100;
+			[.[].results[0].times[]] | sort | length as $n |
+			[$s, $p, $n, (.[0] | ms), (if $n % 2 == 1 then .[($n - 1) / 2] else (.[$n / 2 - 1] + .[$n / 2]) / 2 end | ms),
+			 (.[((0.95 * $n) | ceil) - 1] | ms), "ms", ""] | map(tostring) | join("\t")' "$out/$scenario-$peer".r*.json >>"$tsv"
+	done
 }
 
 # script NAME BODY: an executable sh script for hyperfine's --prepare (runs without a shell).
@@ -191,6 +219,7 @@ if [ "$lc_ok" = 1 ]; then
 else
 	row cold lcfloor 0 - - - ms "$lc_note"
 fi
+measure cold
 
 # --- 2. create, then start of a pre-created container --------------------------------------------
 for r in "${peers[@]}"; do
@@ -201,7 +230,11 @@ for r in "${peers[@]}"; do
 	hf start "$r" --prepare "$(script "prep-start-$r" "$del
 $(printf '%q --root %q create --bundle %q %q </dev/null >/dev/null 2>&1' "$p" "$st" "$work/bundle" "cs-$r")")" -- \
 		"$p" --root "$st" start "cs-$r"
-	"$p" --root "$st" delete --force "cs-$r" >/dev/null 2>&1 || true
+done
+measure create
+measure start
+for r in "${peers[@]}"; do
+	"${rt_path[$r]}" --root "$work/state/$r" delete --force "cs-$r" >/dev/null 2>&1 || true
 done
 
 # --- 3. hello-world Python skill ------------------------------------------------------------------
@@ -264,6 +297,7 @@ if [ "$bundle_ok" = 1 ]; then
 		row skill lcfloor 0 - - - ms "failed on the generated bundle: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
 	fi
 fi
+measure skill
 
 # --- 4. throughput: cold runs at concurrency 2 ------------------------------------------------------
 # throughput PEER CMD...: run CMD with a unique trailing container ID tp_runs times, 2 at a time.
@@ -528,7 +562,8 @@ if [ "$write_docs" -eq 1 ]; then
 		echo
 		echo "- Machine: $(machine_line)"
 		versions
-		echo "- Method: hyperfine -N (no shell), $warmup warm-up runs then $runs measured runs per row;"
+		echo "- Method: hyperfine -N (no shell), $warmup warm-up runs then $runs measured runs per row, in $rounds"
+		echo "  rounds in which the rows of a table take turns (drift on this shared machine spreads evenly);"
 		echo "  bundle = busybox-static rootfs, read-only root, pid/net/ipc/uts/mount namespaces, no tty;"
 		echo "  \`--root\` and the bundle on a tmpfs. Ratio = peer median / $ref median (the skill table:"
 		echo "  / \`skillrun skill run\` median). \`floor\` is a bare fork+exec of /bin/true by hyperfine."
