@@ -540,9 +540,9 @@ profile_notes() {
 		bundle, and the runtime's bookkeeping (ID lock, state checks, hooks, exit report).
 
 		**What bounds a skill run's overhead** (target 15 ms over bare python3): libcontainer itself.
-		Its floor on this machine, measured by `lcfloor` in the same run, is about 16 ms over bare
-		python3 (15.8 ms above; 18.3 ms in a busier quick run), above the target before skillrun
-		adds anything. Of it: two Go processes each pay ~2-2.5 ms to start (the runtime and its
+		Its floor on this machine, measured by `lcfloor` on the same bundle in the same rounds (the
+		Targets table above), was 16-21 ms over bare python3 in every run of this session, at or
+		above the target before skillrun adds anything. Of it: two Go processes each pay ~2-2.5 ms to start (the runtime and its
 		re-executed init, which cannot be a smaller binary: libcontainer re-executes a sealed copy
 		of the running one), the nsexec hand-offs (~2 ms), cgroup v1 work across 12 hierarchies
 		(~2.5 ms: join, limits, removal) and checked mounts (~2.5 ms). Reaching 15
