@@ -27,7 +27,7 @@ func statOwner(fi fs.FileInfo) (uint32, bool) {
 // devices, modes and targets, owned by root and not writable by anyone
 // else (the folder and its parent), on a filesystem mounted without nodev.
 func CheckDevDir(dir string) error {
-	if err := checkDevDirOwner(dir, statOwner); err != nil {
+	if err := checkDevDirOwner(dir); err != nil {
 		return err
 	}
 	var sfs unix.Statfs_t
@@ -156,8 +156,9 @@ func EnsureDevDir(dir string) error {
 
 // checkDevDirOwner fails unless dir and its parent are directories owned
 // by root that nobody else may write to (nobody else can swap or change
-// what a sandbox's /dev will be).
-func checkDevDirOwner(dir string, owner func(fs.FileInfo) (uid uint32, ok bool)) error {
+// what a sandbox's /dev will be) and that any user may traverse (a
+// rootless sandbox binds it too); dir itself is mode 0755.
+func checkDevDirOwner(dir string) error {
 	for _, p := range []string{filepath.Dir(dir), dir} {
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -166,11 +167,15 @@ func checkDevDirOwner(dir string, owner func(fs.FileInfo) (uid uint32, ok bool))
 		if !fi.IsDir() {
 			return fmt.Errorf("device folder: %s is not a directory", p)
 		}
-		if uid, ok := owner(fi); !ok || uid != 0 {
+		if uid, ok := statOwner(fi); !ok || uid != 0 {
 			return fmt.Errorf("device folder: %s is not owned by root", p)
 		}
-		if fi.Mode().Perm()&0o022 != 0 {
-			return fmt.Errorf("device folder: %s is writable by group or others (mode %v)", p, fi.Mode().Perm())
+		perm := fi.Mode().Perm()
+		if perm&0o022 != 0 {
+			return fmt.Errorf("device folder: %s is writable by group or others (mode %v)", p, perm)
+		}
+		if perm&0o001 == 0 || (p == dir && perm != 0o755) {
+			return fmt.Errorf("device folder: %s is not mode 0755 (mode %v)", p, perm)
 		}
 	}
 	return nil

@@ -50,10 +50,11 @@ func TestEnsureDevDir(t *testing.T) {
 			os.Remove(filepath.Join(dir, "zero"))
 			return os.WriteFile(filepath.Join(dir, "zero"), nil, 0o666)
 		},
-		"fd":      func() error { os.Remove(filepath.Join(dir, "fd")); return os.Symlink("/etc", filepath.Join(dir, "fd")) },
-		"tty":     func() error { return os.Remove(filepath.Join(dir, "tty")) },
-		"urandom": func() error { return os.Chown(filepath.Join(dir, "urandom"), 1000, 1000) },
-		"dev":     func() error { return os.Chmod(dir, 0o777) },
+		"fd":            func() error { os.Remove(filepath.Join(dir, "fd")); return os.Symlink("/etc", filepath.Join(dir, "fd")) },
+		"tty":           func() error { return os.Remove(filepath.Join(dir, "tty")) },
+		"urandom":       func() error { return os.Chown(filepath.Join(dir, "urandom"), 1000, 1000) },
+		"dev":           func() error { return os.Chmod(dir, 0o777) },
+		"not mode 0755": func() error { return os.Chmod(dir, 0o700) },
 	}
 	for name, brk := range breaks {
 		if err := brk(); err != nil {
