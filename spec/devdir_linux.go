@@ -97,7 +97,8 @@ func checkDevEntry(dirfd int, dir string, e devEntry) error {
 // (CheckDevDir), making it first when it is missing or wrong and this
 // process is root: built beside it under a temporary name, then renamed
 // into place, so that a sandbox never sees a half-made one and concurrent
-// callers agree on one folder. The parent is created 0755 if missing.
+// callers agree on one folder. The parent, the folder's own (made if
+// missing), is set to 0755.
 func EnsureDevDir(dir string) error {
 	err := CheckDevDir(dir)
 	if err == nil || os.Geteuid() != 0 {
@@ -105,6 +106,10 @@ func EnsureDevDir(dir string) error {
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("device folder: %w", err)
+	}
+	// skillrun's own folder: 0755 whatever the umask was when it was made.
+	if err := os.Chmod(parent, 0o755); err != nil {
 		return fmt.Errorf("device folder: %w", err)
 	}
 	tmp, err := os.MkdirTemp(parent, ".dev-")

@@ -76,16 +76,24 @@ func TestEnsureDevDir(t *testing.T) {
 			t.Fatalf("%s: repair left %v", name, left)
 		}
 	}
-	// A parent others may write to is refused and not repaired (someone
-	// else could swap the folder).
+	// A parent others may write to is refused by the check (someone else
+	// could swap the folder); EnsureDevDir, as root, makes skillrun's own
+	// parent 0755 again, whatever the umask or a chmod left.
 	parent := filepath.Dir(dir)
-	if err := os.Chmod(parent, 0o777); err != nil {
-		t.Fatal(err)
+	for _, mode := range []os.FileMode{0o777, 0o700} {
+		if err := os.Chmod(parent, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckDevDir(dir); err == nil {
+			t.Fatalf("parent mode %v passes the check", mode)
+		}
+		if err := EnsureDevDir(dir); err != nil {
+			t.Fatalf("parent mode %v: repair: %v", mode, err)
+		}
+		if fi, _ := os.Stat(parent); fi.Mode().Perm() != 0o755 {
+			t.Fatalf("parent mode %v after repair, want 0755", fi.Mode().Perm())
+		}
 	}
-	if err := EnsureDevDir(dir); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
-		t.Fatalf("world-writable parent: EnsureDevDir = %v", err)
-	}
-	os.Chmod(parent, 0o755)
 }
 
 func TestDevDirNodev(t *testing.T) {
