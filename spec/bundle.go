@@ -297,33 +297,11 @@ func writeGenerated(etc string, sp *specs.Spec) error {
 	return nil
 }
 
-// writeAtomic writes data to a temp file in the same folder and renames it
-// over name, so readers see the old or the new file, never a partial one.
+// writeAtomic is runtime.WriteFileAtomic with the file named in its error.
 // It does not fsync: bundles are rebuilt, not recovered, after a crash,
 // and an fsync costs milliseconds on the run path.
 func writeAtomic(name string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(tmp)
+	if err := runtime.WriteFileAtomic(name, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"github.com/opencontainers/cgroups"
 	"github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/runtime"
 )
 
 // cgroupFile records, in a new container's state directory, where
@@ -47,23 +49,8 @@ func recordCgroups(stateDir string, cg *cgroups.Cgroup) error {
 	if err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(stateDir, cgroupFile), data); err != nil {
+	if err := runtime.WriteFileAtomic(filepath.Join(stateDir, cgroupFile), data, 0o600); err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic writes data to a temporary file and renames it over
-// name, so a process killed half-way leaves no partial file behind.
-func writeFileAtomic(name string, data []byte) error {
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		os.Remove(tmp)
-		return err
 	}
 	return nil
 }
