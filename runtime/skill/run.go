@@ -136,19 +136,20 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	// container's start it took a core from the init on a 2-core machine
 	// (0.9-2.8 ms later exec measured). It is written before the bundle
 	// folder is removed; a container that never started needs none.
-	cfgErr := make(chan error, 1)
-	writing := false
+	var cfgErr chan error // made when the writing starts
 	writeConfig := func(int) {
-		writing = true
-		go func() { cfgErr <- spec.WriteConfig(dir, sp) }()
+		cfgErr = make(chan error, 1)
+		go func(done chan<- error) { done <- spec.WriteConfig(dir, sp) }(cfgErr)
 	}
-	waitConfig := sync.OnceValue(func() error {
-		if !writing {
+	waitConfig := func() error {
+		if cfgErr == nil {
 			return nil
 		}
-		return <-cfgErr
-	})
-	defer waitConfig()
+		err := <-cfgErr
+		cfgErr = nil
+		return err
+	}
+	defer waitConfig() // before the bundle goes, on every return; reported below
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
