@@ -23,7 +23,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"io/fs"
 	"math/big"
 	"os"
@@ -36,6 +35,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
 var (
