@@ -9,8 +9,12 @@ import (
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "state.json")
-	for _, content := range []string{"first", "second, longer"} {
-		if err := WriteFileAtomic(name, []byte(content), 0o640); err != nil {
+	for i, content := range []string{"first", "second, longer", "third, durable"} {
+		write := WriteFileAtomic
+		if i == 2 {
+			write = WriteFileDurable
+		}
+		if err := write(name, []byte(content), 0o640); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(name)

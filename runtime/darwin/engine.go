@@ -169,7 +169,7 @@ func (e *engine) createLocked(ctx context.Context, id, bundle string, spec *spec
 		e.warn(w.String())
 	}
 	profileFile := filepath.Join(dir, profileName)
-	if err := writeFileAtomic(profileFile, []byte(prof.Text), 0o600); err != nil {
+	if err := runtime.WriteFileDurable(profileFile, []byte(prof.Text), 0o600); err != nil {
 		return nil, fmt.Errorf("write profile: %w", err)
 	}
 	for _, d := range prof.ScratchDirs {
@@ -231,7 +231,7 @@ func (e *engine) createLocked(ctx context.Context, id, bundle string, spec *spec
 	if opts.PidFile != "" {
 		pf, err := filepath.Abs(opts.PidFile)
 		if err == nil {
-			err = writeFileAtomic(pf, []byte(strconv.Itoa(c.pid)), 0o644)
+			err = runtime.WriteFileDurable(pf, []byte(strconv.Itoa(c.pid)), 0o644)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("write pid file: %w", err))

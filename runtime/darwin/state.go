@@ -39,32 +39,6 @@ type containerState struct {
 	Network bool `json:"skillrun_network"`
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the old or the new content.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
 
 func (e *engine) dir(id string) string { return filepath.Join(e.root, id) }
 
@@ -127,7 +101,7 @@ func (e *engine) save(st *containerState) error {
 	if err != nil {
 		return fmt.Errorf("write state of container %q: %w", st.ID, err)
 	}
-	if err := writeFileAtomic(filepath.Join(e.dir(st.ID), stateName), b, 0o600); err != nil {
+	if err := runtime.WriteFileDurable(filepath.Join(e.dir(st.ID), stateName), b, 0o600); err != nil {
 		return fmt.Errorf("write state of container %q: %w", st.ID, err)
 	}
 	return nil
