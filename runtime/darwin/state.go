@@ -39,7 +39,6 @@ type containerState struct {
 	Network bool `json:"skillrun_network"`
 }
 
-
 func (e *engine) dir(id string) string { return filepath.Join(e.root, id) }
 
 // lock takes the per-ID lock of an existing container. It fails with
