@@ -33,7 +33,8 @@ out = json.dumps(out, separators=(",", ":")) if not isinstance(out, str) else ou
 if r.get("error"):
     out = r["error"]
 lim = r.get("limits") or {}
-enforced = "cgroups" if lim.get("cgroups") else ("no cgroups" if lim else "-")
+mem_by = ((lim.get("enforcement") or {}).get("memory") or {}).get("enforced_by", "none")
+enforced = "cgroups" if lim.get("cgroups") else (("rlimits" if mem_by.startswith("rlimit_") else "no cgroups") if lim else "-")
 status = "ok" if r["ok"] else (r.get("stopped_reason") or "failed")
 u = r["usage"]
 print("  %-12s %5d ms %6.1f MiB  [%s]  %s" % (status, u["wall_ms"], u["peak_memory_bytes"] / 2**20, enforced, out[:100]))

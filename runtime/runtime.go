@@ -172,6 +172,13 @@ type Options struct {
 	// Rootless is "auto", "true" or "false" (runc's --rootless): whether
 	// cgroup permission errors are ignored.
 	Rootless string
+	// DelegatedScope lets an unprivileged caller whose own cgroup is not
+	// writable use the systemd cgroup driver (a transient scope in the
+	// user's systemd instance, which delegates the memory and pids
+	// controllers to it) when systemd runs, the host has the unified
+	// cgroup hierarchy and the user's bus is reachable. Ignored otherwise
+	// and by back ends without cgroups. The skill runner sets it.
+	DelegatedScope bool
 	// AcceptDegradation lets a back end that cannot honour every field of
 	// a config (Seatbelt) run it anyway, reporting what it ignored through
 	// Warn, instead of refusing it. The Linux back end honours every field
@@ -215,4 +222,14 @@ type ExitInfo struct {
 // required and calling it more than once is cheap.
 type Preparer interface {
 	Prepare()
+}
+
+// CgroupProber is implemented by back ends that can tell, before a
+// container is created, whether its linux.resources limits will be
+// applied (the container gets cgroups of its own) for this caller. The
+// skill runner bounds memory, tasks and CPU time with rlimits instead when
+// they will not be. A back end that does not implement it is assumed to
+// apply them; ExitInfo.Cgroups says afterwards what really happened.
+type CgroupProber interface {
+	CgroupLimits() bool
 }

@@ -194,6 +194,24 @@ func rlimits(p *Policy) []specs.POSIXRlimit {
 	}
 }
 
+// fallbackRlimits are the rlimits that stand in for cgroup limits
+// (Policy.Fallback).
+func fallbackRlimits(p *Policy) []specs.POSIXRlimit {
+	f := p.Fallback
+	if f == nil {
+		return nil
+	}
+	mem := uint64(p.Memory)
+	r := []specs.POSIXRlimit{{Type: "RLIMIT_DATA", Hard: mem, Soft: mem}}
+	if f.Memory == EnforcedByRlimitAS {
+		r = append(r, specs.POSIXRlimit{Type: "RLIMIT_AS", Hard: mem, Soft: mem})
+	}
+	if f.Pids == EnforcedByRlimitNproc {
+		r = append(r, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(p.Pids), Soft: uint64(p.Pids)})
+	}
+	return append(r, specs.POSIXRlimit{Type: "RLIMIT_CPU", Hard: f.CPUTimeSeconds + 1, Soft: f.CPUTimeSeconds})
+}
+
 var (
 	roBind   = []string{"rbind", "ro", "nosuid", "nodev"}
 	roFile   = []string{"bind", "ro", "nosuid", "nodev", "noexec"}
@@ -307,7 +325,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 			Env:             processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount),
 			Cwd:             ScratchMount,
 			Capabilities:    &specs.LinuxCapabilities{},
-			Rlimits:         rlimits(p),
+			Rlimits:         append(rlimits(p), fallbackRlimits(p)...),
 			NoNewPrivileges: true,
 		},
 		Root:        &specs.Root{Path: "rootfs", Readonly: true},

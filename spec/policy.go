@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -84,6 +85,42 @@ type Policy struct {
 	Writable []string `json:"writable,omitempty"`
 	// Warnings are grants the operator made beyond the manifest.
 	Warnings []string `json:"-"`
+	// Fallback is set (WithRlimitFallback) when the runtime will not apply
+	// cgroup limits: memory, tasks and CPU time are then bounded by the
+	// rlimits it lists.
+	Fallback *Fallback `json:"fallback,omitempty"`
+}
+
+// Mechanisms that enforce a limit, as reported in a run's result.
+const (
+	EnforcedByCgroup      = "cgroup"
+	EnforcedByRlimitAS    = "rlimit_as"
+	EnforcedByRlimitData  = "rlimit_data"
+	EnforcedByRlimitNproc = "rlimit_nproc"
+	EnforcedByRlimitCPU   = "rlimit_cpu"
+	EnforcedByNone        = "none"
+)
+
+// Fallback is how a sandbox without cgroup limits is bounded, with
+// per-process rlimits (Linux):
+//
+//   - memory: RLIMIT_AS and RLIMIT_DATA at the memory limit, per process
+//     (only RLIMIT_DATA for Node.js, whose V8 reserves gigabytes of address
+//     space it never uses: shared anonymous mappings then escape the bound);
+//   - tasks: RLIMIT_NPROC at the pids limit when the kernel counts it per
+//     user namespace (Linux 5.14 and later: every sandbox has its own user
+//     namespace, so the count is the sandbox's tasks only); else none;
+//   - CPU time: RLIMIT_CPU, a backstop of ceil(timeout x max(cpus, 1))+1
+//     CPU seconds per process (SIGXCPU, then SIGKILL a second later) should
+//     the runner's wall-clock timer never fire. The CPU quota (cpus, a rate)
+//     has no rlimit equivalent and is not enforced.
+type Fallback struct {
+	// Memory, Pids and CPUTime name the mechanism (EnforcedBy*).
+	Memory  string `json:"memory"`
+	Pids    string `json:"pids"`
+	CPUTime string `json:"cpu_time"`
+	// CPUTimeSeconds is RLIMIT_CPU's soft limit.
+	CPUTimeSeconds uint64 `json:"cpu_time_seconds"`
 }
 
 // Option configures Generate and Resolve.
@@ -108,6 +145,8 @@ type options struct {
 	arch      string
 	hostname  string
 	devDir    string
+	fallback  bool
+	nprocNS   bool
 }
 
 // WithNetwork sets the network mode the operator grants: "none" or
@@ -173,6 +212,16 @@ func WithHostLayout(l HostLayout) Option { return func(o *options) { o.layout = 
 // WithArch sets the Go architecture the seccomp filter is built for
 // (default: the running one).
 func WithArch(goarch string) Option { return func(o *options) { o.arch = goarch } }
+
+// WithRlimitFallback says the runtime will not apply cgroup limits (rootless
+// without delegated cgroups): bound memory, tasks and CPU time with
+// rlimits instead (see Fallback). nprocPerUserNS says the kernel counts
+// RLIMIT_NPROC per user namespace (Linux 5.14 and later); without it the
+// count would include every process of the host user, so the task limit is
+// left unenforced rather than shared. Linux specs only.
+func WithRlimitFallback(nprocPerUserNS bool) Option {
+	return func(o *options) { o.fallback, o.nprocNS = true, nprocPerUserNS }
+}
 
 func collect(opts []Option) *options {
 	o := &options{}
@@ -281,6 +330,17 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 			"skill %q needs a writable workspace (%s filesystem.workspace: required) and none was granted; grant one with --workspace DIR", s.Name, ManifestFile)}
 	}
 	p.Writable = append([]string(nil), m.Filesystem.Writable...)
+	if o.fallback {
+		f := &Fallback{Memory: EnforcedByRlimitAS, Pids: EnforcedByNone, CPUTime: EnforcedByRlimitCPU}
+		if s.Entry.Kind == KindNode {
+			f.Memory = EnforcedByRlimitData
+		}
+		if o.nprocNS {
+			f.Pids = EnforcedByRlimitNproc
+		}
+		f.CPUTimeSeconds = uint64(math.Ceil(p.Timeout.Seconds()*math.Max(p.CPUs, 1))) + 1
+		p.Fallback = f
+	}
 	return p, nil
 }
 

@@ -695,3 +695,65 @@ func TestGenerateSkillInRootfs(t *testing.T) {
 		t.Error("the root holding the skill is not read-only")
 	}
 }
+
+func rlimitMap(sp *specs.Spec) map[string][2]uint64 {
+	m := map[string][2]uint64{}
+	for _, r := range sp.Process.Rlimits {
+		m[r.Type] = [2]uint64{r.Soft, r.Hard}
+	}
+	return m
+}
+
+func TestGenerateRlimitFallback(t *testing.T) {
+	s := loadExample(t, "calculator")
+	base := []Option{WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1000), WithMemory(64 << 20), WithPids(32), WithTimeout(2500 * time.Millisecond), WithCPUs(2)}
+	sp, err := Generate(s, "linux", base...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_NPROC", "RLIMIT_CPU"} {
+		if _, ok := rlimitMap(sp)[k]; ok {
+			t.Errorf("%s set without the fallback", k)
+		}
+	}
+	sp, err = Generate(s, "linux", append(base, WithRlimitFallback(true))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rlimitMap(sp)
+	want := map[string][2]uint64{"RLIMIT_AS": {64 << 20, 64 << 20}, "RLIMIT_DATA": {64 << 20, 64 << 20}, "RLIMIT_NPROC": {32, 32}, "RLIMIT_CPU": {6, 7}, "RLIMIT_NOFILE": {DefaultNoFile, DefaultNoFile}}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if err := Validate(sp); err != nil {
+		t.Errorf("the fallback spec breaks the profile: %v", err)
+	}
+	p, err := Resolve(s, append(base, WithRlimitFallback(false))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Fallback == nil || p.Fallback.Memory != EnforcedByRlimitAS || p.Fallback.Pids != EnforcedByNone || p.Fallback.CPUTimeSeconds != 6 {
+		t.Errorf("fallback without per-userns RLIMIT_NPROC = %+v", p.Fallback)
+	}
+	sp, _ = Generate(s, "linux", append(base, WithRlimitFallback(false))...)
+	if _, ok := rlimitMap(sp)["RLIMIT_NPROC"]; ok {
+		t.Error("RLIMIT_NPROC set where the kernel counts it per host user")
+	}
+	// Node.js reserves gigabytes of address space: RLIMIT_DATA only.
+	node := *s
+	node.Entry.Kind = KindNode
+	p, _ = Resolve(&node, append(base, WithRlimitFallback(true))...)
+	if p.Fallback.Memory != EnforcedByRlimitData {
+		t.Errorf("node: memory enforced by %s, want rlimit_data", p.Fallback.Memory)
+	}
+	// darwin specs never get the Linux fallback.
+	sp, err = Generate(s, "darwin", append(base, WithRlimitFallback(true), WithBundleDir("/b"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rlimitMap(sp)["RLIMIT_AS"]; ok {
+		t.Error("darwin spec got the Linux rlimit fallback")
+	}
+}

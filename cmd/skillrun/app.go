@@ -223,14 +223,27 @@ func (e *env) before(c *cli.Context) error {
 
 // engine builds the back end from the global flags.
 func (e *env) engine(c *cli.Context) (runtime.Runtime, error) {
-	return e.backend(runtime.Options{
+	return e.backend(e.engineOptions(c))
+}
+
+// skillEngine is the back end for skill runs: like engine, but an
+// unprivileged caller without a writable cgroup gets a delegated systemd
+// scope when the host offers one (runtime.Options.DelegatedScope).
+func (e *env) skillEngine(c *cli.Context) (runtime.Runtime, error) {
+	o := e.engineOptions(c)
+	o.DelegatedScope = true
+	return e.backend(o)
+}
+
+func (e *env) engineOptions(c *cli.Context) runtime.Options {
+	return runtime.Options{
 		Root:          c.String("root"),
 		SystemdCgroup: c.Bool("systemd-cgroup"),
 		Rootless:      c.String("rootless"),
 		// Only create and run define it; elsewhere it reads false.
 		AcceptDegradation: c.Bool("accept-degradation"),
 		Warn:              func(msg string) { e.log.Warn(msg) },
-	})
+	}
 }
 
 // darwinRoot: /run cannot be created on macOS and XDG_RUNTIME_DIR is

@@ -38,7 +38,7 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			if format != "json" && format != "text" {
 				return e.usageError("--format: %q is not json or text", format)
 			}
-			rt, err := e.engine(c)
+			rt, err := e.skillEngine(c)
 			if err != nil {
 				return err
 			}

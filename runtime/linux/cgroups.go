@@ -25,6 +25,49 @@ func cgroupWritable() bool {
 	return dir != "" && unix.Access(dir, unix.W_OK) == nil
 }
 
+// CgroupLimits implements runtime.CgroupProber: false when the caller is
+// unprivileged (rootless cgroups) with neither a writable cgroup of its own
+// nor the systemd driver, so that linux.resources limits are dropped.
+func (r *Runtime) CgroupLimits() bool {
+	return r.systemd || !r.rootlessCgroups || os.Geteuid() == 0 || cgroupWritable()
+}
+
+// userScopeAvailable reports whether an unprivileged caller can get a
+// delegated cgroup from its systemd instance (the systemd driver, rootless):
+// systemd is the host's init, the hierarchy is unified (systemd delegates
+// no v1 controllers to users), the user's bus socket exists, and the
+// user's manager has the memory and pids controllers. It says why not.
+func userScopeAvailable() (bool, string) {
+	if !cgroups.IsCgroup2UnifiedMode() {
+		return false, "the host does not use the unified cgroup hierarchy (cgroup v2)"
+	}
+	if !systemd.IsRunningSystemd() {
+		return false, "systemd is not running (no /run/systemd/system)"
+	}
+	bus := os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	if bus == "" {
+		xdg := os.Getenv("XDG_RUNTIME_DIR")
+		if xdg == "" {
+			return false, "XDG_RUNTIME_DIR is not set (no user bus)"
+		}
+		if fi, err := os.Stat(filepath.Join(xdg, "bus")); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return false, "no user bus at " + filepath.Join(xdg, "bus")
+		}
+	}
+	uid := os.Geteuid()
+	ctl, err := os.ReadFile(fmt.Sprintf("/sys/fs/cgroup/user.slice/user-%d.slice/user@%d.service/cgroup.controllers", uid, uid))
+	if err != nil {
+		return false, fmt.Sprintf("no systemd user manager for uid %d: %v", uid, err)
+	}
+	have := strings.Fields(string(ctl))
+	for _, want := range []string{"memory", "pids"} {
+		if !hasController(strings.Join(have, ","), want) {
+			return false, fmt.Sprintf("the systemd user manager of uid %d is not delegated the %s controller", uid, want)
+		}
+	}
+	return true, ""
+}
+
 // ownCgroupDir is the directory of this process' cgroup: in the unified
 // hierarchy on a cgroup v2 host, else in the v1 hierarchy of controller.
 // It is "" when /proc/self/cgroup does not say.

@@ -59,9 +59,8 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			return nil, err
 		}
 	}
-	useCgroups := true
-	if r.rootlessCgroups && os.Geteuid() != 0 && !cgroupWritable() {
-		useCgroups = false
+	useCgroups := r.CgroupLimits()
+	if !useCgroups {
 		if spec.Linux != nil && spec.Linux.Resources != nil {
 			res := *spec.Linux.Resources
 			if dropped := stripResources(&res); len(dropped) > 0 {

@@ -66,6 +66,11 @@ func New(opts runtime.Options) (*Runtime, error) {
 	if r.warn == nil {
 		r.warn = func(string) {}
 	}
+	if opts.DelegatedScope && !r.systemd && !r.CgroupLimits() {
+		if ok, _ := userScopeAvailable(); ok {
+			r.systemd = true
+		}
+	}
 	return r, nil
 }
 

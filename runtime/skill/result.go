@@ -20,7 +20,8 @@ const (
 	// ExitTimeout: the wall-clock limit was reached; the container was
 	// killed.
 	ExitTimeout = 4
-	// ExitOOM: the skill ran out of memory (cgroup OOM kill).
+	// ExitOOM: the skill ran out of memory (cgroup OOM kill, or, with
+	// the rlimit fallback, an allocation failed and the skill died of it).
 	ExitOOM = 5
 	// ExitPolicy: the skill needs something the operator did not grant;
 	// nothing ran.
@@ -38,6 +39,9 @@ const (
 	StoppedOutputLimit = "output_limit"
 	StoppedPolicy      = "policy"
 	StoppedSignal      = "signal"
+	// StoppedCPUTime: the RLIMIT_CPU backstop (rootless without cgroups)
+	// killed the skill; its process exit code is ExitTimeout.
+	StoppedCPUTime = "cpu_time"
 )
 
 // Result is the outcome of one skill run, printed as JSON by
@@ -55,7 +59,7 @@ type Result struct {
 	// Stderr is the tail of the skill's stderr.
 	Stderr string `json:"stderr"`
 	// StoppedReason says why skillrun stopped or refused the skill:
-	// timeout, memory, pids, output_limit, policy, signal or "".
+	// timeout, memory, pids, output_limit, policy, signal, cpu_time or "".
 	StoppedReason string `json:"stopped_reason"`
 	// Error explains a refusal or a stop in words.
 	Error string `json:"error,omitempty"`
@@ -75,9 +79,11 @@ type Usage struct {
 	PeakMemoryBytes int64 `json:"peak_memory_bytes"`
 }
 
-// Limits are the limits applied to a run. Cgroup limits are null when the
-// host did not let the runtime apply them (rootless without delegated
-// cgroups); NotEnforced names them.
+// Limits are the limits applied to a run. MemoryBytes, CPUs and Pids are
+// null when nothing enforced them; NotEnforced names those. Rootless
+// without delegated cgroups, rlimits stand in (spec.Fallback): memory per
+// process, tasks per sandbox (Linux 5.14+), no CPU quota; Enforcement says
+// which mechanism enforced each limit.
 type Limits struct {
 	// Cgroups is true when the container had its own cgroups.
 	Cgroups bool `json:"cgroups"`
@@ -103,12 +109,46 @@ type Limits struct {
 	Workspace bool `json:"workspace"`
 	// NotEnforced lists the requested limits the host did not apply.
 	NotEnforced []string `json:"not_enforced,omitempty"`
+	// Enforcement says, per limit, what enforced it.
+	Enforcement *Enforcement `json:"enforcement,omitempty"`
+}
+
+// Enforcement is, per limit, its value and the mechanism that enforced it.
+type Enforcement struct {
+	// Memory is in bytes.
+	Memory Enforced `json:"memory"`
+	// Pids counts tasks (processes and threads).
+	Pids Enforced `json:"pids"`
+	// CPUs is the CPU quota in cores.
+	CPUs Enforced `json:"cpus"`
+	// CPUTime is the RLIMIT_CPU backstop in CPU seconds, set only when
+	// rlimits stand in for cgroups.
+	CPUTime *Enforced `json:"cpu_time,omitempty"`
+}
+
+// Scopes of an enforced limit.
+const (
+	// ScopeSandbox: the limit bounds the whole sandbox.
+	ScopeSandbox = "sandbox"
+	// ScopeProcess: the limit bounds each process of the sandbox.
+	ScopeProcess = "process"
+)
+
+// Enforced is one limit and how it was enforced.
+type Enforced struct {
+	// Limit is the value (unit per field of Enforcement).
+	Limit float64 `json:"limit"`
+	// EnforcedBy is "cgroup", "rlimit_as", "rlimit_data", "rlimit_nproc",
+	// "rlimit_cpu" or "none".
+	EnforcedBy string `json:"enforced_by"`
+	// Scope is "sandbox" or "process" ("" when not enforced).
+	Scope string `json:"scope,omitempty"`
 }
 
 // ProcessExitCode maps a result to the documented process exit code.
 func (r *Result) ProcessExitCode() int {
 	switch r.StoppedReason {
-	case StoppedTimeout:
+	case StoppedTimeout, StoppedCPUTime:
 		return ExitTimeout
 	case StoppedMemory:
 		return ExitOOM

@@ -89,6 +89,11 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	}
 	uid, gid := HostID(sk.Dir, ws)
 	sopts := specOptions(opts, uid, gid, argv)
+	// Without cgroup limits (rootless, no delegation), rlimits bound
+	// memory, tasks and CPU time instead.
+	if cp, ok := rt.(runtime.CgroupProber); ok && platform == "linux" && !cp.CgroupLimits() {
+		sopts = append(sopts, spec.WithRlimitFallback(nprocPerUserNS()))
+	}
 	res := &Result{Skill: sk.Name, ExitCode: -1}
 	policy, err := spec.Resolve(sk, sopts...)
 	if err != nil {
@@ -209,9 +214,15 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	case info.OOMKilled:
 		res.StoppedReason = StoppedMemory
 		res.Error = fmt.Sprintf("killed: out of memory (limit %d bytes)", policy.Memory)
-	case info.Status != 0 && info.Cgroups && looksLikePidsLimit(stderr.Bytes()):
+	case info.Status != 0 && enforcedBy(res, "memory") != "" && enforcedBy(res, "memory") != spec.EnforcedByCgroup && looksLikeMemoryLimit(stderr.Bytes()):
+		res.StoppedReason = StoppedMemory
+		res.Error = fmt.Sprintf("failed to allocate memory: the %d-byte per-process limit (%s) was reached", policy.Memory, enforcedBy(res, "memory"))
+	case info.Status != 0 && enforcedBy(res, "pids") != "" && looksLikePidsLimit(stderr.Bytes()):
 		res.StoppedReason = StoppedPids
 		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
+	case cpuTimeStop(policy, &info):
+		res.StoppedReason = StoppedCPUTime
+		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
 	case info.Signal != 0:
 		res.StoppedReason = StoppedSignal
 		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
@@ -345,6 +356,56 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 	return sp, nil
 }
 
+// looksLikeMemoryLimit recognises the errors interpreters and libc print
+// when an allocation fails (ENOMEM from mmap or brk under RLIMIT_AS or
+// RLIMIT_DATA).
+func looksLikeMemoryLimit(stderr []byte) bool {
+	s := string(stderr)
+	for _, m := range []string{"MemoryError", "Cannot allocate memory", "cannot allocate memory", "out of memory", "Out of memory", "bad_alloc", "xmalloc"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// cpuTimeStop reports whether the init was killed by the RLIMIT_CPU
+// backstop: SIGXCPU at the soft limit, or SIGKILL at the hard one with the
+// CPU time to show for it.
+func cpuTimeStop(p *spec.Policy, info *runtime.ExitInfo) bool {
+	if p.Fallback == nil || info.Cgroups {
+		return false
+	}
+	switch info.Signal {
+	case syscall.SIGXCPU:
+		return true
+	case syscall.SIGKILL:
+		return (info.UserCPU + info.SysCPU) >= time.Duration(p.Fallback.CPUTimeSeconds)*time.Second
+	}
+	return false
+}
+
+// enforcedBy is the mechanism the result reports for limit ("memory",
+// "pids"), "" when none.
+func enforcedBy(res *Result, limit string) string {
+	if res.Limits == nil || res.Limits.Enforcement == nil {
+		return ""
+	}
+	var e *Enforced
+	switch limit {
+	case "memory":
+		e = &res.Limits.Enforcement.Memory
+	case "pids":
+		e = &res.Limits.Enforcement.Pids
+	default:
+		return ""
+	}
+	if e.EnforcedBy == spec.EnforcedByNone {
+		return ""
+	}
+	return e.EnforcedBy
+}
+
 // looksLikePidsLimit recognises the errors interpreters print when fork or
 // thread creation fails with EAGAIN, the pids controller's error.
 func looksLikePidsLimit(stderr []byte) bool {
@@ -380,10 +441,34 @@ func fillLimits(res *Result, p *spec.Policy, info *runtime.ExitInfo) {
 		Network:       p.Network,
 		Workspace:     p.Workspace != "",
 	}
-	if info.Cgroups {
-		mem, cpus, pids := p.Memory, p.CPUs, p.Pids
+	mem, cpus, pids := p.Memory, p.CPUs, p.Pids
+	en := &Enforcement{
+		Memory: Enforced{Limit: float64(mem), EnforcedBy: spec.EnforcedByNone},
+		Pids:   Enforced{Limit: float64(pids), EnforcedBy: spec.EnforcedByNone},
+		CPUs:   Enforced{Limit: cpus, EnforcedBy: spec.EnforcedByNone},
+	}
+	l.Enforcement = en
+	switch f := p.Fallback; {
+	case info.Cgroups:
 		l.MemoryBytes, l.CPUs, l.Pids = &mem, &cpus, &pids
-	} else {
+		for _, e := range []*Enforced{&en.Memory, &en.Pids, &en.CPUs} {
+			e.EnforcedBy, e.Scope = spec.EnforcedByCgroup, ScopeSandbox
+		}
+	case f != nil:
+		l.MemoryBytes = &mem
+		en.Memory.EnforcedBy, en.Memory.Scope = f.Memory, ScopeProcess
+		if f.Pids == spec.EnforcedByRlimitNproc {
+			l.Pids = &pids
+			en.Pids.EnforcedBy, en.Pids.Scope = f.Pids, ScopeSandbox
+		} else {
+			l.NotEnforced = append(l.NotEnforced, "pids")
+		}
+		l.NotEnforced = append(l.NotEnforced, "cpus")
+		en.CPUTime = &Enforced{Limit: float64(f.CPUTimeSeconds), EnforcedBy: f.CPUTime, Scope: ScopeProcess}
+		res.Warnings = append(res.Warnings, fmt.Sprintf(
+			"no cgroups available to the runtime: memory bounded per process (%s), tasks by %s, cpu quota not enforced (%s backstop: %d s of CPU per process)",
+			f.Memory, f.Pids, f.CPUTime, f.CPUTimeSeconds))
+	default:
 		l.NotEnforced = []string{"memory", "cpus", "pids"}
 		res.Warnings = append(res.Warnings, "memory, cpu and pids limits were not enforced: no cgroups available to the runtime")
 	}

@@ -343,3 +343,79 @@ func TestCapWriter(t *testing.T) {
 		t.Errorf("fired %d, kept %q", fired, w.Bytes())
 	}
 }
+
+// noCgroupRT is a back end that reports (runtime.CgroupProber) that it
+// will not apply cgroup limits.
+type noCgroupRT struct{ *fakeRT }
+
+func (noCgroupRT) CgroupLimits() bool { return false }
+
+func specRlimits(sp *specs.Spec) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, r := range sp.Process.Rlimits {
+		m[r.Type] = r.Soft
+	}
+	return m
+}
+
+func TestRunRlimitFallback(t *testing.T) {
+	cases := []struct {
+		name, stderr string
+		code         int
+		info         runtime.ExitInfo
+		reason       string
+		exit         int
+	}{
+		{"ok", "", 0, runtime.ExitInfo{}, "", ExitOK},
+		{"memory", "Traceback\nMemoryError\n", 1, runtime.ExitInfo{Status: 1}, StoppedMemory, ExitOOM},
+		{"mmap ENOMEM", "OSError: [Errno 12] Cannot allocate memory\n", 1, runtime.ExitInfo{Status: 1}, StoppedMemory, ExitOOM},
+		{"pids", "forked 15: [Errno 11] Resource temporarily unavailable\n", 1, runtime.ExitInfo{Status: 1}, StoppedPids, ExitSkillFailed},
+		{"sigxcpu", "", 152, runtime.ExitInfo{Status: 152, Signal: syscall.SIGXCPU}, StoppedCPUTime, ExitTimeout},
+		{"sigkill at the hard limit", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, UserCPU: 40 * time.Second}, StoppedCPUTime, ExitTimeout},
+		{"sigkill from elsewhere", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, UserCPU: time.Second}, StoppedSignal, ExitSkillFailed},
+		{"plain failure", "boom\n", 2, runtime.ExitInfo{Status: 2}, "", ExitSkillFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeRT{behave: func(_ context.Context, o runtime.RunOpts) (int, error) {
+				io.WriteString(o.Stdio.Stderr, c.stderr)
+				*o.Exit = c.info
+				return c.code, nil
+			}}
+			res, err := Run(context.Background(), noCgroupRT{f}, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir(), Memory: 64 << 20, Pids: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.StoppedReason != c.reason || res.ProcessExitCode() != c.exit {
+				t.Errorf("stopped %q exit %d, want %q %d (%+v)", res.StoppedReason, res.ProcessExitCode(), c.reason, c.exit, res)
+			}
+			r := specRlimits(f.specs[0])
+			if r["RLIMIT_AS"] != 64<<20 || r["RLIMIT_DATA"] != 64<<20 || r["RLIMIT_CPU"] == 0 {
+				t.Errorf("rlimits = %v", r)
+			}
+			l := res.Limits
+			if l.Cgroups || l.MemoryBytes == nil || *l.MemoryBytes != 64<<20 || l.CPUs != nil || l.Enforcement == nil {
+				t.Fatalf("limits = %+v", l)
+			}
+			e := l.Enforcement
+			if e.Memory.EnforcedBy != "rlimit_as" || e.Memory.Scope != ScopeProcess || e.CPUs.EnforcedBy != "none" || e.CPUTime == nil || e.CPUTime.EnforcedBy != "rlimit_cpu" {
+				t.Errorf("enforcement = %+v", e)
+			}
+			if nprocPerUserNS() {
+				if e.Pids.EnforcedBy != "rlimit_nproc" || l.Pids == nil || strings.Join(l.NotEnforced, ",") != "cpus" || r["RLIMIT_NPROC"] != 16 {
+					t.Errorf("pids: %+v, not_enforced %v, rlimits %v", e.Pids, l.NotEnforced, r)
+				}
+			} else if e.Pids.EnforcedBy != "none" || strings.Join(l.NotEnforced, ",") != "pids,cpus" {
+				t.Errorf("pids on a kernel without per-userns RLIMIT_NPROC: %+v, not_enforced %v", e.Pids, l.NotEnforced)
+			}
+		})
+	}
+}
+
+func TestKernelAtLeast(t *testing.T) {
+	for rel, want := range map[string]bool{"5.14.0": true, "5.13.19-2": false, "6.1.0-18-amd64": true, "4.19.0": false, "10.0": true, "5": false, "": false} {
+		if got := kernelAtLeast(rel, 5, 14); got != want {
+			t.Errorf("kernelAtLeast(%q) = %v", rel, got)
+		}
+	}
+}

@@ -380,6 +380,11 @@ type skillResult struct {
 		ScratchBytes int64    `json:"scratch_bytes"`
 		Network      string   `json:"network"`
 		NotEnforced  []string `json:"not_enforced"`
+		Enforcement  map[string]struct {
+			Limit      float64 `json:"limit"`
+			EnforcedBy string  `json:"enforced_by"`
+			Scope      string  `json:"scope"`
+		} `json:"enforcement"`
 	} `json:"limits"`
 	Warnings []string `json:"warnings"`
 }

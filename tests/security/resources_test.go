@@ -5,24 +5,25 @@ package security_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// needCgroups skips a limit probe when the runtime could not enforce the
-// limit for this caller (rootless without delegated cgroups), with the
-// reason the result JSON gives; a result that claims enforcement without
-// cgroups fails.
-func needCgroups(p *P, m *mode, limit string) {
+// needEnforced checks, from a trivial run of the mode's caller, what the
+// result says enforces limit ("memory", "pids"): cgroups, or rootless
+// without delegated cgroups the rlimit that stands in (want). It skips the
+// probe when the result honestly reports the limit as not enforced (an
+// old kernel without per-user-namespace RLIMIT_NPROC), and fails when the
+// report is inconsistent. It returns the mechanism.
+func needEnforced(p *P, m *mode, limit, want string) string {
 	p.Helper()
-	if !m.rootless() {
-		return
-	}
 	sk := pyProbe(p, m, "lim", "done()\n", "")
 	o := m.skill(p, sk, "{}")
 	o.wantCode(p, 0)
@@ -30,21 +31,39 @@ func needCgroups(p *P, m *mode, limit string) {
 	if l == nil {
 		p.Fatalf("the result has no limits\n%s", o)
 	}
-	if l.Cgroups {
-		return
+	e, ok := l.Enforcement[limit]
+	if !ok {
+		p.Fatalf("the result's limits.enforcement has no %s\n%s", limit, o)
 	}
-	if !strings.Contains(strings.Join(l.NotEnforced, ","), limit) {
-		p.Fatalf("the result says cgroups=false but does not list %s in not_enforced\n%s", limit, o)
+	notEnforced := strings.Contains(strings.Join(l.NotEnforced, ","), limit)
+	switch {
+	case l.Cgroups:
+		if e.EnforcedBy != "cgroup" || notEnforced {
+			p.Fatalf("the result says cgroups=true but %s is enforced by %q (not_enforced %v)\n%s", limit, e.EnforcedBy, l.NotEnforced, o)
+		}
+	case !m.rootless():
+		p.Fatalf("as root the sandbox must have cgroups\n%s", o)
+	case e.EnforcedBy == "none":
+		if !notEnforced {
+			p.Fatalf("the result says %s is enforced by none but does not list it in not_enforced\n%s", limit, o)
+		}
+		p.Skipf("skipped: the %s limit is not enforced rootless on this host (no delegated cgroups, and no rlimit stands in: %v)", limit, o.res.Warnings)
+	case e.EnforcedBy != want || notEnforced:
+		p.Fatalf("rootless without cgroups: %s enforced by %q (not_enforced %v), want %s\n%s", limit, e.EnforcedBy, l.NotEnforced, want, o)
 	}
-	p.Skipf("skipped: the %s limit is not enforced rootless here (no delegated cgroups; the result reports not_enforced=%v)", limit, l.NotEnforced)
+	p.Logf("%s enforced by %s", limit, e.EnforcedBy)
+	return e.EnforcedBy
 }
 
 // rssAnon is a process' resident anonymous memory in bytes, from the
 // host (file pages are shared with the host's page cache).
-func rssAnon(pid int) int64 {
+func rssAnon(pid int) int64 { return rss(pid, "RssAnon:") }
+
+// rss is the status field (kB) of pid in bytes.
+func rss(pid int, field string) int64 {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "RssAnon:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
@@ -55,7 +74,7 @@ func rssAnon(pid int) int64 {
 // TestResMemory: a memory bomb is stopped at the limit (exit 5, memory).
 func TestResMemory(t *testing.T) {
 	probe(t, "res/memory-bomb", func(p *P, m *mode) {
-		needCgroups(p, m, "memory")
+		needEnforced(p, m, "memory", "rlimit_as")
 		sk := pyProbe(p, m, "mem", `
 hog = []
 while True:
@@ -89,11 +108,100 @@ while True:
 	})
 }
 
+// TestResMemoryShared: a memory bomb made of shared anonymous mappings
+// (Python's mmap.mmap(-1, n) is MAP_SHARED), which RLIMIT_DATA does not
+// count, is stopped at the limit too: by the memory cgroup (shmem is
+// charged to it) or, rootless without cgroups, by RLIMIT_AS.
+func TestResMemoryShared(t *testing.T) {
+	probe(t, "res/memory-bomb-shared", func(p *P, m *mode) {
+		needEnforced(p, m, "memory", "rlimit_as")
+		sk := pyProbe(p, m, "shm", `
+import mmap
+hog = []
+while True:
+    mm = mmap.mmap(-1, 4 << 20)
+    mm.write(b"\x01" * (4 << 20))
+    hog.append(mm)
+`, "limits:\n  memory: 64Mi\n  timeout: 20s\n")
+		var mu sync.Mutex
+		var peak int64
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() {
+			s = startSampler(sk, m, func(ps []procInfo) {
+				var sum int64
+				for _, pi := range ps {
+					sum += rss(pi.pid, "RssAnon:") + rss(pi.pid, "RssShmem:")
+				}
+				mu.Lock()
+				if sum > peak {
+					peak = sum
+				}
+				mu.Unlock()
+			})
+		}})
+		s.Stop()
+		o.wantCode(p, 5)
+		if o.res.StoppedReason != "memory" {
+			p.Errorf("want stopped_reason memory\n%s", o)
+		}
+		if peak > 64<<20+(4<<20) {
+			p.Errorf("LEAK: the host saw the sandbox use %d bytes of anonymous and shared memory, above the 64Mi limit", peak)
+		}
+		p.Logf("peak anonymous+shared RSS seen from the host: %d MiB", peak>>20)
+	})
+}
+
+// TestResPidsPerSandbox: the task limit counts the sandbox's tasks only,
+// not other processes of its host uid: with 40 host processes of that uid
+// running, a skill limited to 32 tasks still forks 20 children. Rootless
+// without cgroups this is RLIMIT_NPROC counted per user namespace.
+func TestResPidsPerSandbox(t *testing.T) {
+	probe(t, "res/pids-per-sandbox", func(p *P, m *mode) {
+		needEnforced(p, m, "pids", "rlimit_nproc")
+		sk := pyProbe(p, m, "pidns", `
+kids = []
+for i in range(20):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+OUT["forked"] = len(kids)
+done()
+`, "limits:\n  pids: 32\n  timeout: 20s\n")
+		var hosts []*exec.Cmd
+		p.Cleanup(func() {
+			for _, c := range hosts {
+				c.Process.Kill()
+				c.Wait()
+			}
+		})
+		for i := 0; i < 40; i++ {
+			c := exec.Command("sleep", "60")
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(sk.uid), Gid: uint32(sk.uid)}}
+			if m.rootless() {
+				c.SysProcAttr.Credential.Gid = uint32(m.gid)
+			}
+			if err := c.Start(); err != nil {
+				p.Fatalf("start a host process as uid %d: %v", sk.uid, err)
+			}
+			hosts = append(hosts, c)
+		}
+		o := m.skill(p, sk, "{}")
+		o.wantCode(p, 0)
+		if v := str(o.out(p), "forked"); v != "20" {
+			p.Errorf("the skill forked %s children with 40 host processes of its uid running, want 20 (the limit is per sandbox)", v)
+		}
+	})
+}
+
 // TestResForkBomb: a fork bomb stops at the pids limit, the host never
 // sees more sandbox tasks than the limit, and none remains.
 func TestResForkBomb(t *testing.T) {
 	probe(t, "res/fork-bomb", func(p *P, m *mode) {
-		needCgroups(p, m, "pids")
+		needEnforced(p, m, "pids", "rlimit_nproc")
 		sk := pyProbe(p, m, "fork", `
 n = 0
 try:
@@ -129,7 +237,7 @@ except OSError as e:
 // TestResForkBombShell: the classic shell fork bomb is contained too.
 func TestResForkBombShell(t *testing.T) {
 	probe(t, "res/fork-bomb-sh", func(p *P, m *mode) {
-		needCgroups(p, m, "pids")
+		needEnforced(p, m, "pids", "rlimit_nproc")
 		sk := newSkill(p, m, "forksh", map[string]string{"scripts/main.sh": "bomb() { bomb | bomb & }\nbomb\nwait\nsleep 30\n"}, "limits:\n  pids: 32\n  timeout: 3s\n  output: 64Ki\n")
 		var s *sampler
 		o := m.run(p, sk, runOpts{during: func() { s = startSampler(sk, m, nil) }})
@@ -263,6 +371,66 @@ while True:
 			if n := len(o.stdout) + len(o.stderr); n > 2*(64<<10)+16<<10 {
 				p.Errorf("LEAK: %s flood: skillrun printed %d bytes with a 64Ki cap", stream, n)
 			}
+		}
+	})
+}
+
+// TestResDelegatedScope: rootless on a host whose systemd delegates cgroups
+// to the user (systemd is PID 1, cgroup v2, the user's manager has memory
+// and pids), a skill gets a cgroup of its own in a transient scope of the
+// user's systemd instance, and its limits are enforced by cgroups. The host
+// checks the sandbox's cgroup in /proc/PID/cgroup.
+func TestResDelegatedScope(t *testing.T) {
+	probe(t, "res/delegated-scope", func(p *P, m *mode) {
+		if !m.rootless() {
+			p.Skipf("skipped: rootless only (root has cgroups of its own)")
+		}
+		if _, err := os.Stat("/run/systemd/system"); err != nil {
+			p.Skipf("skipped: systemd is not running on this host (no /run/systemd/system): no delegated scope to test")
+		}
+		if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+			p.Skipf("skipped: the host does not use the unified cgroup hierarchy; systemd delegates no v1 controllers to users")
+		}
+		mgr := fmt.Sprintf("/sys/fs/cgroup/user.slice/user-%d.slice/user@%d.service", m.uid, m.uid)
+		ctl, err := os.ReadFile(mgr + "/cgroup.controllers")
+		if err != nil || !strings.Contains(string(ctl), "memory") || !strings.Contains(string(ctl), "pids") {
+			p.Skipf("skipped: the systemd user manager of uid %d is not running or not delegated memory and pids (%s: %q %v); start it with loginctl enable-linger", m.uid, mgr, ctl, err)
+		}
+		if fi, err := os.Stat(m.xdg() + "/bus"); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			p.Skipf("skipped: no user bus at %s/bus", m.xdg())
+		}
+		sk := pyProbe(p, m, "scope", `
+time.sleep(1)
+OUT["cgroup"] = open("/proc/self/cgroup").read()
+done()
+`, "limits:\n  memory: 64Mi\n  pids: 32\n")
+		var mu sync.Mutex
+		cgs := map[string]bool{}
+		var s *sampler
+		o := m.run(p, sk, runOpts{during: func() {
+			s = startSampler(sk, m, func(ps []procInfo) {
+				for _, pi := range ps {
+					if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pi.pid)); err == nil {
+						mu.Lock()
+						cgs[strings.TrimSpace(string(b))] = true
+						mu.Unlock()
+					}
+				}
+			})
+		}})
+		s.Stop()
+		o.wantCode(p, 0)
+		if l := o.res.Limits; l == nil || !l.Cgroups || l.Enforcement["memory"].EnforcedBy != "cgroup" || l.Enforcement["pids"].EnforcedBy != "cgroup" {
+			p.Fatalf("rootless with a delegated systemd scope: want cgroups and enforcement by cgroup\n%s", o)
+		}
+		in := false
+		for cg := range cgs {
+			if strings.Contains(cg, fmt.Sprintf("user@%d.service", m.uid)) && strings.Contains(cg, ".scope") {
+				in = true
+			}
+		}
+		if !in {
+			p.Errorf("the host never saw the sandbox in a scope under user@%d.service: %v", m.uid, cgs)
 		}
 	})
 }

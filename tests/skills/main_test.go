@@ -189,6 +189,9 @@ type skillResult struct {
 		Network     string   `json:"network"`
 		Workspace   bool     `json:"workspace"`
 		NotEnforced []string `json:"not_enforced"`
+		Enforcement map[string]struct {
+			EnforcedBy string `json:"enforced_by"`
+		} `json:"enforcement"`
 	} `json:"limits"`
 }
 
