@@ -101,6 +101,14 @@ type ExecOpts struct {
 	Stdio Stdio
 	// Signals, when not nil, are forwarded to the process while waiting.
 	Signals <-chan os.Signal
+	// IgnorePaused allows exec into a paused container (runc's
+	// --ignore-paused); the process then starts frozen.
+	IgnorePaused bool
+	// SubCgroupPaths puts the process in existing sub-cgroups of the
+	// container's cgroup (runc's exec --cgroup): the key "" is one path
+	// for every controller (cgroup v2, or the same path in every v1
+	// hierarchy), other keys are cgroup v1 controller names.
+	SubCgroupPaths map[string]string
 }
 
 // EventsOpts are the options of Events.
@@ -184,6 +192,10 @@ type Options struct {
 	// Warn, instead of refusing it. The Linux back end honours every field
 	// and ignores it.
 	AcceptDegradation bool
+	// Debug makes the back end ask its helpers for debug logs (the Linux
+	// back end passes the level to libcontainer's nsexec and init, whose
+	// lines reach logrus' standard logger, as runc --debug does).
+	Debug bool
 	// Warn receives non-fatal problems (limits not applied, unreadable
 	// state entries). Libraries never log; the CLI decides where these go.
 	// Nil discards them.

@@ -31,6 +31,16 @@ type exitCodeError struct{ code int }
 
 func (e exitCodeError) Error() string { return "exit status " + strconv.Itoa(e.code) }
 
+// codeError is a failure reported like any other (logged once) but with
+// its own exit status: runc exits 255 when exec fails.
+type codeError struct {
+	code int
+	err  error
+}
+
+func (e codeError) Error() string { return e.err.Error() }
+func (e codeError) Unwrap() error { return e.err }
+
 // silentError is an error already reported to the user; main only exits 1.
 type silentError struct{ error }
 
@@ -67,7 +77,7 @@ func (e *env) run(args []string) int {
 		}
 	}()
 	app := e.newApp()
-	err := app.Run(reorderSkillArgs(app, args))
+	err := app.Run(reorderArgs(app, args))
 	return e.report(err)
 }
 
@@ -92,6 +102,10 @@ func (e *env) report(err error) int {
 	e.log.Error(msg)
 	if !e.logToStderr {
 		fmt.Fprintln(e.stderr, msg)
+	}
+	var coded codeError
+	if errors.As(err, &coded) {
+		return coded.code
 	}
 	return 1
 }
@@ -242,6 +256,7 @@ func (e *env) engineOptions(c *cli.Context) runtime.Options {
 		Rootless:      c.String("rootless"),
 		// Only create and run define it; elsewhere it reads false.
 		AcceptDegradation: c.Bool("accept-degradation"),
+		Debug:             c.Bool("debug"),
 		Warn:              func(msg string) { e.log.Warn(msg) },
 	}
 }

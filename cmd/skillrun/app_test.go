@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,8 +182,34 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+func TestSubCgroupPaths(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want map[string]string
+		err  string
+	}{
+		{nil, nil, ""},
+		{[]string{"sub"}, map[string]string{"": "sub"}, ""},
+		{[]string{"cpu,cpuacct:a", "memory:b"}, map[string]string{"cpu": "a", "cpuacct": "a", "memory": "b"}, ""},
+		{[]string{"a", "b"}, nil, "invalid --cgroup argument: a (missing <controller>: prefix)"},
+		{[]string{",cpu:a"}, nil, "invalid --cgroup argument: ,cpu:a (empty <controller> prefix)"},
+		{[]string{"cpu:a", "cpu:b"}, nil, "invalid --cgroup argument(s): controller cpu specified multiple times"},
+	} {
+		got, err := subCgroupPaths(tc.in)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("subCgroupPaths(%q) error = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("subCgroupPaths(%q) = %v, %v, want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
 func TestParseSignal(t *testing.T) {
-	for in, want := range map[string]syscall.Signal{"TERM": syscall.SIGTERM, "SIGTERM": syscall.SIGTERM, "term": syscall.SIGTERM, "15": syscall.SIGTERM, "KILL": syscall.SIGKILL, "9": syscall.SIGKILL} {
+	for in, want := range map[string]syscall.Signal{"TERM": syscall.SIGTERM, "SIGTERM": syscall.SIGTERM, "term": syscall.SIGTERM, "15": syscall.SIGTERM, "KILL": syscall.SIGKILL, "9": syscall.SIGKILL, "0": 0} {
 		got, err := parseSignal(in)
 		if err != nil || got != want {
 			t.Errorf("parseSignal(%q) = %v, %v", in, got, err)
@@ -195,7 +222,7 @@ func TestParseSignal(t *testing.T) {
 	}
 }
 
-func TestReorderSkillArgs(t *testing.T) {
+func TestReorderArgs(t *testing.T) {
 	e := &env{}
 	app := e.newApp()
 	for _, tc := range []struct{ in, want string }{
@@ -205,8 +232,18 @@ func TestReorderSkillArgs(t *testing.T) {
 		{"skillrun skill run DIR -- --input", "skillrun skill run DIR -- --input"},
 		{"skillrun exec c1 sh -c --input", "skillrun exec c1 sh -c --input"},
 		{"skillrun --debug run -b B id", "skillrun --debug run -b B id"},
+		{"skillrun update c1 --cpu-period 900000", "skillrun update --cpu-period 900000 c1"},
+		{"skillrun --root /r delete c1 --force", "skillrun --root /r delete --force c1"},
+		{"skillrun kill c1 0 -a", "skillrun kill -a c1 0"},
+		{"skillrun kill c1 -9", "skillrun kill c1 -9"},
+		{"skillrun create c1 --bundle B --pid-file=P", "skillrun create --bundle B --pid-file=P c1"},
+		{"skillrun state c1 --help", "skillrun state --help"},
+		{"skillrun delete c1 -- --force", "skillrun delete c1 -- --force"},
+		{"skillrun exec c1 ls -l --cwd /", "skillrun exec c1 ls -l --cwd /"},
+		{"skillrun ps c1 -ef --format json", "skillrun ps c1 -ef --format json"},
+		{"skillrun nosuch c1 --force", "skillrun nosuch c1 --force"},
 	} {
-		got := strings.Join(reorderSkillArgs(app, strings.Fields(tc.in)), " ")
+		got := strings.Join(reorderArgs(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {
 			t.Errorf("reorder(%q) = %q, want %q", tc.in, got, tc.want)
 		}

@@ -35,36 +35,17 @@ func execCommand(e *env) *cli.Command {
 			&cli.StringSliceFlag{Name: "cap", Aliases: []string{"c"}, Usage: "add a capability to the bounding set for the process"},
 			&cli.BoolFlag{Name: "no-new-privs", Usage: "set the no new privileges value for the process"},
 			&cli.IntFlag{Name: "preserve-fds", Usage: "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total)"},
+			&cli.StringSliceFlag{Name: "cgroup", Usage: "run the process in an (existing) sub-cgroup(s). Format is [<controller>:]<cgroup>."},
+			&cli.BoolFlag{Name: "ignore-paused", Usage: "allow exec in a paused container"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, 1, -1); err != nil {
 				return err
 			}
-			id := c.Args().First()
-			rt, err := e.engine(c)
+			status, err := e.exec(c)
 			if err != nil {
-				return err
-			}
-			p, err := e.execProcess(c, rt, id)
-			if err != nil {
-				return err
-			}
-			opts := runtime.ExecOpts{
-				Process:       p,
-				Detach:        c.Bool("detach"),
-				PidFile:       c.String("pid-file"),
-				ConsoleSocket: c.String("console-socket"),
-				PreserveFDs:   c.Int("preserve-fds"),
-				Stdio:         runtime.Stdio{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr},
-			}
-			if !opts.Detach {
-				sigs := notifyAll()
-				defer stopNotify(sigs)
-				opts.Signals = sigs
-			}
-			status, err := rt.Exec(c.Context, id, opts)
-			if err != nil {
-				return fmt.Errorf("exec failed: %w", err)
+				// runc exits 255 when the process could not be run.
+				return codeError{255, fmt.Errorf("exec failed: %w", err)}
 			}
 			if status != 0 {
 				return exitCodeError{status}
@@ -72,6 +53,70 @@ func execCommand(e *env) *cli.Command {
 			return nil
 		},
 	}
+}
+
+// exec runs the process of an exec command line and returns its status.
+func (e *env) exec(c *cli.Context) (int, error) {
+	id := c.Args().First()
+	sub, err := subCgroupPaths(c.StringSlice("cgroup"))
+	if err != nil {
+		return -1, err
+	}
+	rt, err := e.engine(c)
+	if err != nil {
+		return -1, err
+	}
+	p, err := e.execProcess(c, rt, id)
+	if err != nil {
+		return -1, err
+	}
+	opts := runtime.ExecOpts{
+		Process:        p,
+		Detach:         c.Bool("detach"),
+		PidFile:        c.String("pid-file"),
+		ConsoleSocket:  c.String("console-socket"),
+		PreserveFDs:    c.Int("preserve-fds"),
+		Stdio:          runtime.Stdio{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr},
+		IgnorePaused:   c.Bool("ignore-paused"),
+		SubCgroupPaths: sub,
+	}
+	if !opts.Detach {
+		sigs := notifyAll()
+		defer stopNotify(sigs)
+		opts.Signals = sigs
+	}
+	return rt.Exec(c.Context, id, opts)
+}
+
+// subCgroupPaths parses exec --cgroup values: one PATH (every controller,
+// or cgroup v2), or any number of CONTROLLER[,CONTROLLER...]:PATH (cgroup
+// v1). The errors are runc's. Whether a path exists and stays below the
+// container's cgroup is checked when the process joins it.
+func subCgroupPaths(args []string) (map[string]string, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	paths := make(map[string]string, len(args))
+	for _, a := range args {
+		ctrls, path, ok := strings.Cut(a, ":")
+		if !ok {
+			if len(args) != 1 {
+				return nil, fmt.Errorf("invalid --cgroup argument: %s (missing <controller>: prefix)", a)
+			}
+			paths[""] = a
+			continue
+		}
+		for _, ctrl := range strings.Split(ctrls, ",") {
+			if ctrl == "" {
+				return nil, fmt.Errorf("invalid --cgroup argument: %s (empty <controller> prefix)", a)
+			}
+			if _, dup := paths[ctrl]; dup {
+				return nil, fmt.Errorf("invalid --cgroup argument(s): controller %s specified multiple times", ctrl)
+			}
+			paths[ctrl] = path
+		}
+	}
+	return paths, nil
 }
 
 // execProcess builds the process from --process, or from the container's

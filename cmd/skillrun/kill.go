@@ -42,10 +42,11 @@ func killCommand(e *env) *cli.Command {
 	}
 }
 
-// parseSignal accepts a number or a name with or without "SIG", in any case.
+// parseSignal accepts a number or a name with or without "SIG", in any
+// case. 0 checks that the process exists, as kill(2) does.
 func parseSignal(raw string) (syscall.Signal, error) {
 	if n, err := strconv.Atoi(raw); err == nil {
-		if n <= 0 || n > 64 {
+		if n < 0 || n > 64 {
 			return 0, fmt.Errorf("unknown signal %q", raw)
 		}
 		return syscall.Signal(n), nil

@@ -139,7 +139,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		return nil, err
 	}
 
-	p, err := newProcess(spec.Process, true)
+	p, err := newProcess(spec.Process, true, r.logLevel)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ var rlimitNames = map[string]int{
 }
 
 // newProcess converts an OCI process to libcontainer's, as runc does.
-func newProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
+func newProcess(p *specs.Process, init bool, logLevel string) (*libcontainer.Process, error) {
 	nnp := p.NoNewPrivileges
 	lp := &libcontainer.Process{
 		Args:            p.Args,
@@ -47,6 +47,7 @@ func newProcess(p *specs.Process, init bool) (*libcontainer.Process, error) {
 		Scheduler:       p.Scheduler,
 		IOPriority:      p.IOPriority,
 		Init:            init,
+		LogLevel:        logLevel,
 	}
 	if p.ConsoleSize != nil {
 		lp.ConsoleWidth = uint16(p.ConsoleSize.Width)

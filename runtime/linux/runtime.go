@@ -10,12 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"github.com/moby/sys/userns"
 	"github.com/opencontainers/runc/libcontainer"
 	"github.com/opencontainers/runc/libcontainer/utils"
+	"github.com/sirupsen/logrus"
 
 	"github.com/skillrun/skillrun/runtime"
 )
@@ -28,7 +30,10 @@ type Runtime struct {
 	systemd         bool
 	rootlessCgroups bool
 	warn            func(string)
-	prepared        sync.Once
+	// logLevel is passed to libcontainer's init (_LIBCONTAINER_LOGLEVEL);
+	// "" leaves its default.
+	logLevel string
+	prepared sync.Once
 }
 
 var (
@@ -65,6 +70,9 @@ func New(opts runtime.Options) (*Runtime, error) {
 	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn}
 	if r.warn == nil {
 		r.warn = func(string) {}
+	}
+	if opts.Debug {
+		r.logLevel = strconv.Itoa(int(logrus.DebugLevel))
 	}
 	if opts.DelegatedScope && !r.systemd && !r.CgroupLimits() {
 		if ok, _ := userScopeAvailable(); ok {

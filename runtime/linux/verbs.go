@@ -165,12 +165,15 @@ func (r *Runtime) Exec(ctx context.Context, id string, o runtime.ExecOpts) (int,
 	case libcontainer.Stopped:
 		return -1, errors.New("cannot exec in a stopped container")
 	case libcontainer.Paused:
-		return -1, errors.New("cannot exec in a paused container")
+		if !o.IgnorePaused {
+			return -1, errors.New("cannot exec in a paused container (use --ignore-paused to override)")
+		}
 	}
-	p, err := newProcess(o.Process, false)
+	p, err := newProcess(o.Process, false, r.logLevel)
 	if err != nil {
 		return -1, err
 	}
+	p.SubCgroupPaths = o.SubCgroupPaths
 	if o.PreserveFDs > 0 {
 		files, err := preservedFiles(o.PreserveFDs)
 		if err != nil {

@@ -1,0 +1,273 @@
+//go:build integration
+
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Command-line behaviours scripts and tools rely on, checked against the
+// runtime under test and against runc (RUNTIME=runc) with the same code.
+
+// TestCLIFlagsAfterID: runc (urfave/cli v1) accepts a verb's flags after
+// the container ID; the effect is checked on the host.
+func TestCLIFlagsAfterID(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	b := newBundle(t, nil, "sleep", "1000")
+	c := r.start(b)
+	r.ok("update", c.id, "--pids-limit", "66")
+	if got := c.cgroupFile("pids", "pids.max"); got != "66" {
+		t.Errorf("update ID --pids-limit 66: pids.max %s", got)
+	}
+	r.ok("update", c.id, "--cpu-period", "900000")
+	if got := c.cgroupFile("cpu", "cpu.cfs_period_us"); got != "900000" {
+		t.Errorf("update ID --cpu-period 900000: cpu.cfs_period_us %s", got)
+	}
+	if res := r.ok("state", c.id, "--help"); !strings.Contains(res.stdout+res.stderr, "state") {
+		t.Errorf("state ID --help printed no help\n%s", res)
+	}
+	// kill ID SIGNAL --all, then delete ID --force on the running container.
+	r.ok("kill", c.id, "0", "--all")
+	r.ok("delete", c.id, "--force")
+	assertNoTrace(t, r, c.id, c.pid, b.dir)
+}
+
+// TestCLIKillSignalZero: signal 0 checks that the container's init exists.
+func TestCLIKillSignalZero(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	c := r.start(newBundle(t, nil, "sleep", "1000"))
+	r.ok("kill", c.id, "0")
+	r.ok("kill", "-a", c.id, "0")
+	r.ok("kill", c.id, "KILL")
+	c.waitStatus("stopped", 10*time.Second)
+	if !waitPidGone(c.pid, 5*time.Second) {
+		t.Fatalf("init %d alive after KILL", c.pid)
+	}
+	// The init is gone: signal 0 now fails (runc: "container not running").
+	if res := r.run("kill", c.id, "0"); res.code == 0 {
+		t.Errorf("kill ID 0 on a stopped container succeeded\n%s", res)
+	}
+}
+
+// TestCLIExecPaused: exec into a paused container is refused and starts
+// nothing; --ignore-paused starts the process (frozen until resume).
+func TestCLIExecPaused(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	c := r.start(newBundle(t, nil, "sleep", "1000"))
+	waitExeced(t, c.pid, "sleep")
+	r.ok("pause", c.id)
+	marker := fmt.Sprintf("/proc/%d/root/dev/shm/paused-exec", c.pid)
+	res := r.run("exec", c.id, "touch", "/dev/shm/paused-exec")
+	if res.code != 255 || !strings.Contains(res.stderr, "cannot exec in a paused container") {
+		t.Errorf("exec into a paused container: want exit 255 and the paused error\n%s", res)
+	}
+	if pids := psJSON(t, r, c.id); len(pids) != 1 {
+		t.Errorf("after a refused exec the container has processes %v, want only the init", pids)
+	}
+
+	pf := filepath.Join(tempDir(t), "exec.pid")
+	done := make(chan result, 1)
+	go func() {
+		done <- r.run("exec", "--ignore-paused", "-d", "--pid-file", pf, c.id, "sh", "-c", "touch /dev/shm/paused-exec; exec sleep 999")
+	}()
+	// runc's exec waits for the new process, which joins the frozen
+	// cgroup: resume once the process is there.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if pids := psJSON(t, r, c.id); len(pids) > 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the exec'd process ran while the container was paused")
+	}
+	r.ok("resume", c.id)
+	select {
+	case res := <-done:
+		if res.code != 0 {
+			t.Fatalf("exec --ignore-paused\n%s", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("exec --ignore-paused did not return after resume")
+	}
+	pid := readPidFile(t, pf)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("exec --ignore-paused: the process (pid %d) did not run after resume: %v", pid, err)
+	}
+}
+
+// TestCLIExecSubCgroup: exec --cgroup puts the process in an existing
+// sub-cgroup of the container, per controller with the v1 form; ".." and
+// a missing sub-cgroup are refused with exit 255 and nothing runs.
+func TestCLIExecSubCgroup(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	b := newBundle(t, nil, "sleep", "1000")
+	c := r.start(b)
+	pidsDir, ok := c.cgroups["pids"]
+	if !ok {
+		t.Fatalf("container has no pids cgroup: %v", c.cgroups)
+	}
+	memDir := c.cgroups["memory"]
+	// "sub" in every hierarchy the container has, "only" in pids alone.
+	var made []string
+	for _, d := range c.cgroups {
+		if filepath.Base(d) != c.id {
+			continue
+		}
+		sub := filepath.Join(d, "sub")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, sub)
+		// A cgroup v1 cpuset takes no task before it has cpus and mems.
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(d, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(sub, f), v, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if err := os.Mkdir(filepath.Join(pidsDir, "only"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	made = append(made, filepath.Join(pidsDir, "only"))
+	t.Cleanup(func() {
+		for _, d := range made {
+			os.Remove(d)
+		}
+	})
+
+	procs := func(dir string) []string { // pids in dir/cgroup.procs
+		data, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		return strings.Fields(string(data))
+	}
+	execIn := func(cg ...string) int {
+		pf := filepath.Join(tempDir(t), "pid")
+		args := []string{"exec", "-d", "--pid-file", pf}
+		for _, g := range cg {
+			args = append(args, "--cgroup", g)
+		}
+		r.ok(append(args, c.id, "sleep", "999")...)
+		return readPidFile(t, pf)
+	}
+
+	pid := execIn("pids:only")
+	cg := hostCgroups(pid)
+	if cg["pids"] != filepath.Join(pidsDir, "only") {
+		t.Errorf("exec --cgroup pids:only: pids cgroup %q, want %s", cg["pids"], filepath.Join(pidsDir, "only"))
+	}
+	if memDir != "" && cg["memory"] != memDir {
+		t.Errorf("exec --cgroup pids:only: memory cgroup %q, want the container's %s", cg["memory"], memDir)
+	}
+	if p := procs(filepath.Join(pidsDir, "only")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
+		t.Errorf("pids/only/cgroup.procs = %v, want [%d]", p, pid)
+	}
+
+	pid = execIn("sub")
+	if got := hostCgroups(pid)["pids"]; got != filepath.Join(pidsDir, "sub") {
+		t.Errorf("exec --cgroup sub: pids cgroup %q, want %s", got, filepath.Join(pidsDir, "sub"))
+	}
+
+	marker := fmt.Sprintf("/proc/%d/root/dev/shm/subcg", c.pid)
+	before := len(psJSON(t, r, c.id))
+	for _, tc := range []struct{ arg, want string }{
+		{"../escape", "sub cgroup path"},
+		{"pids:../../escape", "sub cgroup path"},
+		{"missing", "no such file or directory"},
+		{"a:b:c", ""},
+	} {
+		res := r.run("exec", "--cgroup", tc.arg, c.id, "touch", "/dev/shm/subcg")
+		if res.code != 255 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("exec --cgroup %s: want exit 255 and %q\n%s", tc.arg, tc.want, res)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("exec --cgroup %s: the process ran", tc.arg)
+		}
+	}
+	if after := len(psJSON(t, r, c.id)); after != before {
+		t.Errorf("refused execs left processes: %d before, %d after", before, after)
+	}
+	for _, d := range []string{filepath.Dir(pidsDir), filepath.Dir(filepath.Dir(pidsDir))} {
+		if _, err := os.Stat(filepath.Join(d, "escape")); err == nil {
+			t.Errorf("a cgroup %s was created outside the container", filepath.Join(d, "escape"))
+		}
+	}
+	r.ok("delete", "--force", c.id)
+	assertNoTrace(t, r, c.id, c.pid, b.dir)
+}
+
+// TestCLIExitCodeCannotStart: exec exits 255 when its process cannot be
+// started; run exits 1 (runc: "runc run failed"), and neither leaves the
+// process behind.
+func TestCLIExitCodeCannotStart(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	c := r.start(newBundle(t, nil, "sleep", "1000"))
+	if res := r.run("exec", c.id, "/no/such/binary"); res.code != 255 {
+		t.Errorf("exec of a missing binary: want exit 255\n%s", res)
+	}
+	if res := r.run("exec", "--pid-file", "/nonexistent-dir/x/pid", c.id, "sleep", "777"); res.code != 255 {
+		t.Errorf("exec with a pid file in a missing folder: want exit 255\n%s", res)
+	}
+	if res := r.run("exec", "nosuch-"+c.id, "true"); res.code != 255 {
+		t.Errorf("exec into a missing container: want exit 255\n%s", res)
+	}
+	if pids := psJSON(t, r, c.id); len(pids) != 1 {
+		t.Errorf("failed execs left processes: %v", pids)
+	}
+	if procs := procsMentioning("777"); len(procs) > 0 {
+		t.Errorf("the exec whose pid file failed is still running: %v", procs)
+	}
+
+	b := newBundle(t, nil, "/no/such/binary")
+	id := uniqueID(t)
+	r = newRT(t)
+	res := r.run("run", "--bundle", b.dir, id)
+	if res.code != 1 {
+		t.Errorf("run of a missing binary: want exit 1 as runc\n%s", res)
+	}
+	r.run("delete", "--force", id)
+	assertNoTrace(t, r, id, 0, b.dir)
+}
+
+// TestCLIDebugForwardsInitLogs: --debug forwards the debug lines of
+// libcontainer's nsexec (the C part of the container's init) to the log.
+func TestCLIDebugForwardsInitLogs(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	c := r.start(newBundle(t, nil, "sleep", "1000"))
+	log := filepath.Join(tempDir(t), "debug.log")
+	quiet := filepath.Join(tempDir(t), "quiet.log")
+	r.ok("--log", quiet, "exec", c.id, "true")
+	r.ok("--debug", "--log", log, "exec", c.id, "true")
+	data, _ := os.ReadFile(log)
+	if !strings.Contains(string(data), "nsexec") {
+		t.Errorf("--debug log has no nsexec line:\n%s", data)
+	}
+	if q, _ := os.ReadFile(quiet); strings.Contains(string(q), "nsexec") {
+		t.Errorf("without --debug the log has nsexec lines:\n%s", q)
+	}
+}
