@@ -205,16 +205,16 @@ func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, u *net.TCPConn, 
 // requestOK checks one plain HTTP request to name:port: its Host header
 // (and an absolute URL's host) must name it.
 func (s *server) requestOK(req *http.Request, name string, port int) bool {
+	if req.Method == http.MethodConnect {
+		s.refuse(name, port, "HTTP: CONNECT through an allowed host (proxy chaining)")
+		return false
+	}
 	if !hostMatches(req.Host, name, port) {
 		s.refuse(name, port, "HTTP: Host %q does not match", printable(req.Host))
 		return false
 	}
 	if req.URL.Host != "" && !hostMatches(req.URL.Host, name, port) {
 		s.refuse(name, port, "HTTP: request for %q does not match", printable(req.URL.Host))
-		return false
-	}
-	if req.Method == http.MethodConnect {
-		s.refuse(name, port, "HTTP: CONNECT through an allowed host (proxy chaining)")
 		return false
 	}
 	return true
