@@ -167,7 +167,9 @@ done()
 
 // unresolved reports whether a probe's getaddrinfo failed (gaierror's
 // errno is negative: EAI_NONAME and the like).
-func unresolved(v string) bool { return strings.HasPrefix(v, "errno -") || strings.HasPrefix(v, "error gaierror") }
+func unresolved(v string) bool {
+	return strings.HasPrefix(v, "errno -") || strings.HasPrefix(v, "error gaierror")
+}
 
 type step map[string]any
 
