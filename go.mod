@@ -15,7 +15,9 @@ require (
 	github.com/opencontainers/selinux v1.13.1
 	github.com/sirupsen/logrus v1.10.2
 	github.com/urfave/cli/v2 v2.27.7
+	github.com/vishvananda/netlink v1.3.1
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/net v0.55.0
 	golang.org/x/sys v0.49.0
 )
 
@@ -33,8 +35,6 @@ require (
 	github.com/mrunalp/fileutils v0.5.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/seccomp/libseccomp-golang v0.12.0 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
-	golang.org/x/net v0.55.0 // indirect
 )

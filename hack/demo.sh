@@ -81,8 +81,31 @@ demo() {
 		failures=$((failures + 1))
 	fi
 	run_one 6 fetch-url "$@" "$bin" skill run --input '{"url": "https://example.com"}' "$skills/fetch-url"
+	# The allowlist: a local web server stands for an API the operator
+	# grants (--allow-host; --resolve maps the name to loopback, which the
+	# allowlist refuses otherwise); another name on the same server is not
+	# granted and is never reached.
+	local g=(--allow-host "docs.demo.test:$port" --resolve "docs.demo.test:$port:127.0.0.1")
+	printf '%s' "allowed" >"$www/hello.txt"
+	allowed_runs=$((allowed_runs + 1))
+	run_one 0 "fetch allowed" "$@" "$bin" skill run "${g[@]}" --input "{\"url\": \"http://docs.demo.test:$port/hello.txt\"}" "$skills/fetch-url"
+	run_one 3 "fetch other" "$@" "$bin" skill run "${g[@]}" --input "{\"url\": \"http://other.demo.test:$port/hello.txt\"}" "$skills/fetch-url"
 	rm -rf "$ws"
 }
+
+allowed_runs=0
+# A web server on this host's loopback for the allowlist examples; it
+# stops with the demo.
+www=$(mktemp -d /tmp/skillrun-demo-www.XXXXXX)
+chmod 0755 "$www"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server --bind 127.0.0.1 --directory "$www" "$port" >"$www.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$www" "$www.log"' EXIT
+for _ in $(seq 50); do
+	python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
+	sleep 0.1
+done
 
 echo "== skillrun skill run, as $(id -un) (uid $(id -u)$([ "$(id -u)" -ne 0 ] && echo ', rootless'))"
 demo
@@ -98,8 +121,14 @@ if [ "$(id -u)" -eq 0 ]; then
 	fi
 fi
 echo
+requests=$(grep -c '"GET /hello.txt' "$www.log")
+echo "the local web server logged $requests request(s): one per allowed fetch; the other name never reached it"
+if [ "$requests" -ne "$allowed_runs" ]; then
+	echo "  !! expected $allowed_runs request(s)"
+	failures=$((failures + 1))
+fi
 if [ "$failures" -ne 0 ]; then
 	echo "demo: $failures unexpected result(s)" >&2
 	exit 1
 fi
-echo "demo: every example behaved as expected (fetch-url is refused by policy: it declares network hosts and none was granted)"
+echo "demo: every example behaved as expected (fetch-url is refused by policy when no network is granted, and reaches only the granted host)"

@@ -62,7 +62,24 @@ type CreateOpts struct {
 	PreserveFDs int
 	// Stdio is the container's standard I/O (when no terminal is used).
 	Stdio Stdio
+	// EgressSocket, when set, is the unix socket of an egress server
+	// (package egress): the Linux back end runs its hook inside the new
+	// container's network namespace, which binds the sandbox's DNS,
+	// proxy and capture sockets there and hands them over this socket.
+	// A spec with the AnnotationNetworkAllow annotation is refused
+	// without one (fail closed); back ends without network namespaces
+	// refuse it.
+	EgressSocket string
 }
+
+// AnnotationNetworkAllow on a spec asks for a per-host network allowlist
+// (comma-separated host:port rules, see package egress) instead of an
+// empty network namespace.
+const AnnotationNetworkAllow = "run.skillrun.network.allow"
+
+// AnnotationNetworkResolve maps allowed names to addresses for such a
+// spec (comma-separated name:port:address, like curl's --resolve).
+const AnnotationNetworkResolve = "run.skillrun.network.resolve"
 
 // RunOpts are the options of Run on top of CreateOpts.
 type RunOpts struct {

@@ -283,6 +283,7 @@ func writeGenerated(etc string, sp *specs.Spec) error {
 		"passwd":        fmt.Sprintf("skill:x:%d:%d:skill sandbox user:%s:%s\n", uid, gid, home, shell),
 		"group":         fmt.Sprintf("skill:x:%d:\n", gid),
 		"hosts":         "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+		"resolv.conf":   "nameserver 127.0.0.1\noptions attempts:2 timeout:2\n",
 		"nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n",
 	}
 	for name := range want {

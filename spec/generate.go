@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/runtime"
 )
 
 // Annotations written on generated specs.
@@ -160,6 +162,9 @@ func processEnv(p *Policy, home, tmp, skillDir, workspace string) []string {
 	if p.Workspace != "" {
 		env = append(env, "WORKSPACE="+workspace)
 	}
+	if p.Network == NetworkAllowlist {
+		env = append(env, proxyEnv...)
+	}
 	keys := make([]string, 0, len(p.Env))
 	for k := range p.Env {
 		keys = append(keys, k)
@@ -175,6 +180,16 @@ func processEnv(p *Policy, home, tmp, skillDir, workspace string) []string {
 	return env
 }
 
+// ProxyURL is the sandbox's HTTP proxy under a network allowlist.
+const ProxyURL = "http://127.0.0.1:3128"
+
+// proxyEnv points clients that honour proxy variables at the sandbox's
+// proxy (clients that do not still go through the allowlist, by DNS).
+var proxyEnv = []string{
+	"HTTP_PROXY=" + ProxyURL, "HTTPS_PROXY=" + ProxyURL, "http_proxy=" + ProxyURL, "https_proxy=" + ProxyURL,
+	"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",
+}
+
 func annotations(s *Skill, p *Policy, platform string) map[string]string {
 	a := map[string]string{
 		AnnotationSkill:    s.Name,
@@ -182,6 +197,12 @@ func annotations(s *Skill, p *Policy, platform string) map[string]string {
 		AnnotationNetwork:  p.Network,
 		AnnotationTimeout:  strconv.FormatInt(p.Timeout.Milliseconds(), 10),
 		AnnotationOutput:   strconv.FormatInt(p.Output, 10),
+	}
+	if p.Network == NetworkAllowlist {
+		a[runtime.AnnotationNetworkAllow] = strings.Join(p.Hosts, ",")
+		if len(p.Resolve) > 0 {
+			a[runtime.AnnotationNetworkResolve] = strings.Join(p.Resolve, ",")
+		}
 	}
 	return a
 }
@@ -316,7 +337,11 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if len(etcCopy) > 0 {
 		ann[AnnotationEtcCopy] = strings.Join(etcCopy, ",")
 	}
-	ann[AnnotationEtcGenerate] = strings.Join(generatedEtc, ",")
+	gen := generatedEtc
+	if p.Network == NetworkAllowlist {
+		gen = append(clone(gen), "resolv.conf")
+	}
+	ann[AnnotationEtcGenerate] = strings.Join(gen, ",")
 	sp := &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{

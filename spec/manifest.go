@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skillrun/skillrun/egress"
 )
 
 // ManifestFile is the sandbox manifest's file name, next to SKILL.md. A
@@ -68,9 +70,10 @@ type ManifestInput struct {
 
 // ManifestNetwork is the manifest's network section.
 type ManifestNetwork struct {
-	// Hosts the skill connects to, "host" or "host:port". Any entry means
-	// the skill needs network; skillrun refuses to run it unless the
-	// operator grants network access.
+	// Hosts the skill connects to: "host:port", "*.domain:port" (any name
+	// under domain, not domain itself) or "host" (port 443). Any entry
+	// means the skill needs network; skillrun refuses to run it unless the
+	// operator grants those hosts (--network allow, --allow-host).
 	Hosts []string `yaml:"hosts" json:"hosts,omitempty"`
 }
 
@@ -258,7 +261,6 @@ func keyPaths(n *yaml.Node, prefix string, out map[int]string) {
 
 var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	hostRE    = regexp.MustCompile(`^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$`)
 )
 
 // ReservedEnv are variables the sandbox always sets; a manifest may not
@@ -287,8 +289,8 @@ func (m *Manifest) check() error {
 		fail("input.mode", "%q is not one of stdin, argv", m.Input.Mode)
 	}
 	for _, h := range m.Network.Hosts {
-		if !hostRE.MatchString(h) {
-			fail("network.hosts", "%q is not a host name or host:port", h)
+		if _, err := egress.ParseRule(h); err != nil {
+			fail("network.hosts", "%v", err)
 		}
 	}
 	switch m.Filesystem.Workspace {

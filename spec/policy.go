@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/skillrun/skillrun/egress"
 )
 
 // Default limits, used when neither the manifest nor the operator sets one.
@@ -30,6 +32,13 @@ const (
 	NetworkNone = "none"
 	// NetworkHost shares the host's network: full, unfiltered access.
 	NetworkHost = "host"
+	// NetworkAllowlist keeps the empty network namespace and lets the
+	// skill reach the granted hosts only, through skillrun's egress
+	// server (package egress).
+	NetworkAllowlist = "allowlist"
+	// NetworkAllow is the operator's grant (--network allow) of the hosts
+	// the manifest declares.
+	NetworkAllow = "allow"
 )
 
 // Container paths of the sandbox layout.
@@ -61,8 +70,13 @@ func (e *PolicyError) Is(target error) bool { return target == ErrPolicy }
 // Policy is the effective sandbox policy of one run: the manifest's
 // requests with the operator's overrides applied.
 type Policy struct {
-	// Network is NetworkNone or NetworkHost.
+	// Network is NetworkNone, NetworkHost or NetworkAllowlist.
 	Network string `json:"network"`
+	// Hosts are the granted host:port rules (NetworkAllowlist).
+	Hosts []string `json:"hosts,omitempty"`
+	// Resolve maps granted "name:port" to "address" (the operator's
+	// --resolve), for NetworkAllowlist.
+	Resolve []string `json:"resolve,omitempty"`
 	// Memory is the memory (and memory+swap) limit in bytes.
 	Memory int64 `json:"memory_bytes"`
 	// CPUs is the CPU quota in cores.
@@ -128,6 +142,8 @@ type Option func(*options)
 
 type options struct {
 	network   string
+	allow     []string
+	resolve   []string
 	memory    int64
 	cpus      float64
 	pids      int64
@@ -149,10 +165,24 @@ type options struct {
 	nprocNS   bool
 }
 
-// WithNetwork sets the network mode the operator grants: "none" or
-// "host" (full host network). Anything else, such as a list of hosts,
-// makes Generate fail closed: per-host allowlists are not implemented.
+// WithNetwork sets the network mode the operator grants: "none", "allow"
+// (the hosts the manifest declares, through the egress allowlist) or
+// "host" (full host network). Anything else makes Resolve fail closed.
 func WithNetwork(mode string) Option { return func(o *options) { o.network = mode } }
+
+// WithAllowHosts grants host:port rules explicitly (--allow-host), on top
+// of --network allow or, without it, instead of the manifest's hosts (the
+// operator may grant fewer hosts than the skill declares).
+func WithAllowHosts(hosts ...string) Option {
+	return func(o *options) { o.allow = append(o.allow, hosts...) }
+}
+
+// WithResolve maps allowed names to addresses ("name:port:address", like
+// curl's --resolve): the only way a skill reaches a loopback or private
+// address.
+func WithResolve(maps ...string) Option {
+	return func(o *options) { o.resolve = append(o.resolve, maps...) }
+}
 
 // WithMemory overrides the memory limit (bytes).
 func WithMemory(b int64) Option { return func(o *options) { o.memory = b } }
@@ -276,21 +306,8 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 		return nil, err
 	}
 
-	switch o.network {
-	case "", NetworkNone:
-		if len(m.Network.Hosts) > 0 {
-			return nil, &PolicyError{Field: "network", Reason: fmt.Sprintf(
-				"skill %q needs network access to %s (%s network.hosts) and none was granted; per-host allowlists are not supported yet, so the only grant is full host network with --network=host",
-				s.Name, strings.Join(m.Network.Hosts, ", "), ManifestFile)}
-		}
-	case NetworkHost:
-		p.Network = NetworkHost
-		if len(m.Network.Hosts) == 0 {
-			p.Warnings = append(p.Warnings, "--network=host grants full host network to a skill that declares no network hosts")
-		}
-	default:
-		return nil, &PolicyError{Field: "--network", Reason: fmt.Sprintf(
-			"%q: per-host network allowlists are not supported yet; use --network=none or --network=host (full host network)", o.network)}
+	if err := resolveNetwork(s, &m, o, p); err != nil {
+		return nil, err
 	}
 
 	declared := map[string]bool{}
@@ -360,4 +377,101 @@ func pickF(vals ...float64) float64 {
 		}
 	}
 	return 0
+}
+
+// resolveNetwork sets the policy's network from the manifest's hosts and
+// the operator's grants.
+func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
+	declared, err := egress.ParseRules(m.Network.Hosts)
+	if err != nil {
+		return fmt.Errorf("%s: network.hosts: %w", ManifestFile, err)
+	}
+	extra, err := egress.ParseRules(o.allow)
+	if err != nil {
+		return fmt.Errorf("--allow-host: %w", err)
+	}
+	if len(o.resolve) > 0 && o.network == NetworkHost {
+		return &PolicyError{Field: "--resolve", Reason: "needs the allowlist (--network allow or --allow-host), not --network=host"}
+	}
+	switch o.network {
+	case NetworkHost:
+		if len(extra) > 0 {
+			return &PolicyError{Field: "--allow-host", Reason: "--network=host already grants the whole host network; use --allow-host without it"}
+		}
+		p.Network = NetworkHost
+		if len(declared) == 0 {
+			p.Warnings = append(p.Warnings, "--network=host grants full host network to a skill that declares no network hosts")
+		}
+		return nil
+	case "", NetworkNone, NetworkAllow:
+	default:
+		return &PolicyError{Field: "--network", Reason: fmt.Sprintf("%q is not one of none, allow, host", o.network)}
+	}
+	var granted []egress.Rule
+	if o.network == NetworkAllow {
+		granted = append(granted, declared...)
+	}
+	isDeclared := map[egress.Rule]bool{}
+	for _, r := range declared {
+		isDeclared[r] = true
+	}
+	have := map[egress.Rule]bool{}
+	for _, r := range granted {
+		have[r] = true
+	}
+	for _, r := range extra {
+		if have[r] {
+			continue
+		}
+		have[r] = true
+		granted = append(granted, r)
+		if !isDeclared[r] {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-host %s grants a host %s does not declare", r, ManifestFile))
+		}
+	}
+	if len(granted) == 0 {
+		if len(declared) > 0 {
+			hosts := make([]string, len(declared))
+			for i, r := range declared {
+				hosts[i] = r.String()
+			}
+			return &PolicyError{Field: "network", Reason: fmt.Sprintf(
+				"skill %q needs network access to %s (%s network.hosts) and none was granted; grant those hosts with --network allow (or some of them with --allow-host HOST:PORT)",
+				s.Name, strings.Join(hosts, ", "), ManifestFile)}
+		}
+		if o.network == NetworkAllow {
+			p.Warnings = append(p.Warnings, "--network allow: the skill declares no network hosts, so it gets none")
+		}
+		if len(o.resolve) > 0 {
+			return &PolicyError{Field: "--resolve", Reason: "no host is granted (--network allow or --allow-host)"}
+		}
+		return nil
+	}
+	for _, r := range declared {
+		if !have[r] {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s declares %s and it was not granted", ManifestFile, r))
+		}
+	}
+	p.Network = NetworkAllowlist
+	for _, r := range granted {
+		p.Hosts = append(p.Hosts, r.String())
+	}
+	for _, m := range o.resolve {
+		hp, addr, err := egress.ParseResolve(m)
+		if err != nil {
+			return fmt.Errorf("--resolve: %w", err)
+		}
+		r, _ := egress.ParseRule(hp)
+		if !have[r] {
+			ok := false
+			for _, g := range granted {
+				ok = ok || g.Match(strings.Split(hp, ":")[0], r.Port)
+			}
+			if !ok {
+				return &PolicyError{Field: "--resolve", Reason: fmt.Sprintf("%s is not a granted host", hp)}
+			}
+		}
+		p.Resolve = append(p.Resolve, hp+":"+addr.String())
+	}
+	return nil
 }

@@ -77,7 +77,7 @@ func seccompArchitectures(goarch string) []specs.Arch {
 // Seccomp returns the skill sandbox's seccomp filter for a Go
 // architecture: allow by default, EPERM for the denied list, clone with
 // namespace flags, personality flags that disable ASLR or NX, TIOCSTI and
-// TIOCLINUX ioctls, AF_PACKET and SOCK_RAW sockets; clone3 fails with
+// TIOCLINUX ioctls, AF_PACKET, AF_VSOCK and SOCK_RAW sockets; clone3 fails with
 // ENOSYS (its flags are in memory a filter cannot read) so libcs fall
 // back to clone, whose flags are filtered.
 func Seccomp(goarch string) *specs.LinuxSeccomp {
@@ -126,6 +126,10 @@ func Seccomp(goarch string) *specs.LinuxSeccomp {
 		specs.LinuxSyscall{ // SOCK_RAW, whatever SOCK_NONBLOCK/SOCK_CLOEXEC
 			Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eperm,
 			Args: []specs.LinuxSeccompArg{{Index: 1, Value: 0xf, ValueTwo: 3, Op: specs.OpMaskedEqual}},
+		},
+		specs.LinuxSyscall{ // AF_VSOCK: not namespaced; reaches the hypervisor and the host's VM services
+			Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eperm,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: 0xffffffff, ValueTwo: 40, Op: specs.OpMaskedEqual}},
 		},
 		specs.LinuxSyscall{ // SOCK_PACKET: the obsolete AF_INET form of a packet socket
 			Names: []string{"socket"}, Action: specs.ActErrno, ErrnoRet: &eperm,

@@ -466,7 +466,7 @@ func TestGeneratePolicy(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Field != "network" || !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "example.com:443") {
 		t.Errorf("undeclared network: err = %v", err)
 	}
-	if _, err := Generate(fetch, "linux", append(base, WithNetwork("example.com"))...); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "per-host network allowlists are not supported") {
+	if _, err := Generate(fetch, "linux", append(base, WithNetwork("example.com"))...); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "is not one of none, allow, host") {
 		t.Errorf("host list: err = %v", err)
 	}
 	sp, err := Generate(fetch, "linux", append(base, WithNetwork(NetworkHost))...)

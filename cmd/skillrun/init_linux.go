@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/runtime/linux"
 )
 
@@ -23,5 +24,11 @@ func init() {
 		err := linux.HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	case egress.HookArg:
+		if err := egress.HookMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 }

@@ -70,7 +70,9 @@ func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 // and run.
 func policyFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "network", Value: "none", Usage: "network grant: none (loopback only) or host (FULL host network, unfiltered)"},
+		&cli.StringFlag{Name: "network", Value: "none", Usage: "network grant: none (loopback only), allow (the hosts sandbox.yaml declares, nothing else) or host (FULL host network, unfiltered)"},
+		&cli.StringSliceFlag{Name: "allow-host", Usage: "grant HOST:PORT or *.DOMAIN:PORT through the allowlist (repeatable; without --network allow, only these hosts)"},
+		&cli.StringSliceFlag{Name: "resolve", Usage: "connect an allowed NAME:PORT to ADDRESS (NAME:PORT:ADDRESS, repeatable; the only way to reach a loopback or private address)"},
 		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 256Mi (default: manifest, else 512Mi)"},
 		&cli.Float64Flag{Name: "cpus", Usage: "CPU quota in cores (default: manifest, else 1)"},
 		&cli.Int64Flag{Name: "pids", Usage: "task limit (default: manifest, else 128)"},
@@ -85,12 +87,14 @@ func policyFlags() []cli.Flag {
 // policyOptions reads the policy flags.
 func (e *env) policyOptions(c *cli.Context) (skill.Options, error) {
 	o := skill.Options{
-		Network:   c.String("network"),
-		CPUs:      c.Float64("cpus"),
-		Pids:      c.Int64("pids"),
-		Timeout:   c.Duration("timeout"),
-		Workspace: c.String("workspace"),
-		Warn:      func(m string) { e.log.Warn(m) },
+		Network:    c.String("network"),
+		AllowHosts: c.StringSlice("allow-host"),
+		Resolve:    c.StringSlice("resolve"),
+		CPUs:       c.Float64("cpus"),
+		Pids:       c.Int64("pids"),
+		Timeout:    c.Duration("timeout"),
+		Workspace:  c.String("workspace"),
+		Warn:       func(m string) { e.log.Warn(m) },
 	}
 	var err error
 	for _, f := range []struct {

@@ -112,6 +112,9 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	for _, w := range relaxConfig(config) {
 		r.warn(w)
 	}
+	if err := addEgressHook(config, spec, o.EgressSocket); err != nil {
+		return nil, err
+	}
 	hooks := takeHooks(config)
 	shimPrestart(config)
 	_, serr := os.Lstat(r.stateDir(id))

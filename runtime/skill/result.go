@@ -68,6 +68,9 @@ type Result struct {
 	// Limits are the limits that were really applied (absent when the
 	// skill did not run).
 	Limits *Limits `json:"limits,omitempty"`
+	// Network is what a skill under a network allowlist reached and was
+	// refused (absent otherwise).
+	Network *Network `json:"network,omitempty"`
 	// Warnings are grants beyond the manifest and limits not enforced.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -103,7 +106,8 @@ type Limits struct {
 	FileSizeBytes int64 `json:"file_size_bytes"`
 	// OpenFiles is RLIMIT_NOFILE.
 	OpenFiles uint64 `json:"open_files"`
-	// Network is "none" (loopback only) or "host" (full host network).
+	// Network is "none" (loopback only), "allowlist" (the granted hosts
+	// only, see Result.Network) or "host" (full host network).
 	Network string `json:"network"`
 	// Workspace is true when a host folder was bound writable.
 	Workspace bool `json:"workspace"`

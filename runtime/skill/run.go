@@ -29,9 +29,14 @@ const StderrTail = 4096
 // Options are the operator's grants and overrides for one run. Zero
 // values mean "the manifest's value, else the default".
 type Options struct {
-	// Network is "none" or "host"; anything else is refused (per-host
-	// allowlists are not implemented).
+	// Network is "none", "allow" (grant the manifest's hosts through the
+	// egress allowlist) or "host" (full host network).
 	Network string
+	// AllowHosts grants host:port rules explicitly (with Network "allow"
+	// on top of the manifest's, else instead of them).
+	AllowHosts []string
+	// Resolve maps allowed names to addresses ("name:port:address").
+	Resolve []string
 	// Memory, CPUs, Pids, Timeout, Scratch and OutputLimit override the
 	// manifest's limits.
 	Memory      int64
@@ -135,6 +140,23 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	if err != nil {
 		return nil, err
 	}
+	var egressSock string
+	var eg *egressRun
+	if policy.Network == spec.NetworkAllowlist {
+		if platform != "linux" {
+			res.StoppedReason, res.Error = StoppedPolicy, "network: per-host allowlists need Linux network namespaces"
+			return res, nil
+		}
+		if eg, err = startEgress(dir, sp, policy, uid, gid); err != nil {
+			return nil, err
+		}
+		egressSock = eg.handoff.Path()
+		defer func() {
+			if eg != nil {
+				eg.stop()
+			}
+		}()
+	}
 	// config.json is for people and tools that look at a running skill;
 	// the runtime gets the spec in memory. Encoding it (cold reflection,
 	// ~0.8 ms of CPU) starts once the skill's program runs: alongside the
@@ -170,11 +192,17 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 			Bundle: dir,
 			Spec:   sp,
 			Stdio:  runtime.Stdio{Stdin: bytes.NewReader(input), Stdout: stdout, Stderr: stderr},
+
+			EgressSocket: egressSock,
 		},
 		Exit:    &info,
 		Started: writeConfig,
 	})
 	wall := time.Since(start)
+	if eg != nil {
+		res.Network = eg.stop()
+		eg = nil
+	}
 	cause := context.Cause(runCtx)
 	interrupted := false
 	if runErr != nil {
@@ -294,6 +322,7 @@ func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
 		spec.WithPids(opts.Pids), spec.WithTimeout(opts.Timeout), spec.WithScratch(opts.Scratch),
 		spec.WithOutputLimit(opts.OutputLimit), spec.WithEnv(opts.Env), spec.WithWorkspace(opts.Workspace),
 		spec.WithHostID(uid, gid), spec.WithArgs(argv...),
+		spec.WithAllowHosts(opts.AllowHosts...), spec.WithResolve(opts.Resolve...),
 	}
 }
 

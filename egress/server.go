@@ -1,0 +1,340 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Limits of the server.
+const (
+	// maxNames bounds the names the DNS hands synthetic addresses to.
+	maxNames = 4096
+	// maxRefusals bounds the distinct refusals a Report lists.
+	maxRefusals = 100
+	// peekTimeout bounds the wait for a client's first bytes (the TLS
+	// ClientHello or the HTTP request head).
+	peekTimeout = 10 * time.Second
+	// dialTimeout bounds the connection to the real host.
+	dialTimeout = 10 * time.Second
+)
+
+// Policy is what a sandbox may reach.
+type Policy struct {
+	// Rules are the allowed host:port pairs.
+	Rules []Rule
+	// Resolve maps "name:port" to the address connections go to,
+	// instead of looking the name up; a mapped address may be private.
+	Resolve map[string]netip.Addr
+	// LookupNetIP resolves a name on the host; nil uses net.DefaultResolver.
+	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// allowsName reports whether some rule allows name on some port.
+func (p *Policy) allowsName(name string) bool {
+	for _, r := range p.Rules {
+		if r.MatchName(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// allows reports whether some rule allows name:port.
+func (p *Policy) allows(name string, port int) bool {
+	for _, r := range p.Rules {
+		if r.Match(name, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// Ports returns the distinct ports of the rules, sorted.
+func (p *Policy) Ports() []int {
+	seen := map[int]bool{}
+	var ports []int
+	for _, r := range p.Rules {
+		if !seen[r.Port] {
+			seen[r.Port] = true
+			ports = append(ports, r.Port)
+		}
+	}
+	sort.Ints(ports)
+	return ports
+}
+
+// Refusal is one refused attempt (counted when repeated).
+type Refusal struct {
+	// Host is the name (or address) the sandbox asked for.
+	Host string `json:"host"`
+	// Port is the port, 0 for a DNS query.
+	Port int `json:"port,omitempty"`
+	// Reason says why it was refused.
+	Reason string `json:"reason"`
+	// Count is how many times.
+	Count int `json:"count"`
+}
+
+// Report is what the server saw.
+type Report struct {
+	// Connections is the number of connections relayed to a host.
+	Connections int64 `json:"connections"`
+	// Refused lists refused attempts, first ones first (at most 100
+	// distinct; RefusedDropped counts the others).
+	Refused []Refusal `json:"refused,omitempty"`
+	// RefusedDropped counts refusals beyond the list's bound.
+	RefusedDropped int64 `json:"refused_dropped,omitempty"`
+}
+
+// Sockets are the sandbox-side sockets the host side serves: the DNS's
+// UDP socket and one TCP listener per port (bound to 0.0.0.0 in the
+// sandbox: 53 for DNS over TCP, 3128 for the proxy, and each allowed
+// port for the synthetic addresses).
+type Sockets struct {
+	DNS *net.UDPConn
+	TCP map[int]*net.TCPListener
+	// Init, when not nil, is a pidfd of the container's init: it becomes
+	// readable when the init exits.
+	Init *os.File
+}
+
+// Close closes every socket.
+func (s *Sockets) Close() {
+	if s == nil {
+		return
+	}
+	if s.DNS != nil {
+		s.DNS.Close()
+	}
+	for _, l := range s.TCP {
+		l.Close()
+	}
+	if s.Init != nil {
+		s.Init.Close()
+	}
+}
+
+// server is the state of one Serve.
+type server struct {
+	policy *Policy
+	mu     sync.Mutex
+	byName map[string]netip.Addr
+	byAddr map[netip.Addr]string
+	next   netip.Addr
+	report Report
+	index  map[Refusal]int // key with Count 0
+	conns  sync.WaitGroup
+	live   map[net.Conn]struct{}
+}
+
+// Serve serves the sockets with the policy until ctx ends, then closes
+// them and every relayed connection and returns what it saw. It takes
+// ownership of socks.
+func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
+	s := &server{
+		policy: p,
+		byName: map[string]netip.Addr{},
+		byAddr: map[netip.Addr]string{},
+		next:   syntheticLo.Next(),
+		index:  map[Refusal]int{},
+		live:   map[net.Conn]struct{}{},
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if socks.DNS != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.serveUDP(socks.DNS) }()
+	}
+	for port, l := range socks.TCP {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.accept(ctx, port, l) }()
+	}
+	<-ctx.Done()
+	socks.Close()
+	wg.Wait()
+	s.mu.Lock()
+	for c := range s.live {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.conns.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.report
+	r.Refused = append([]Refusal(nil), r.Refused...)
+	return &r
+}
+
+// refuse records a refusal.
+func (s *server) refuse(host string, port int, format string, a ...any) {
+	k := Refusal{Host: host, Port: port, Reason: fmt.Sprintf(format, a...)}
+	if len(k.Host) > 300 {
+		k.Host = k.Host[:300] + "..."
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i, ok := s.index[k]; ok {
+		s.report.Refused[i].Count++
+		return
+	}
+	if len(s.report.Refused) >= maxRefusals {
+		s.report.RefusedDropped++
+		return
+	}
+	s.index[k] = len(s.report.Refused)
+	k.Count = 1
+	s.report.Refused = append(s.report.Refused, k)
+}
+
+// addrFor returns the synthetic address of an allowed name, assigning
+// one the first time.
+func (s *server) addrFor(name string) (netip.Addr, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a, ok := s.byName[name]; ok {
+		return a, true
+	}
+	if len(s.byName) >= maxNames || !SyntheticPrefix.Contains(s.next) {
+		return netip.Addr{}, false
+	}
+	a := s.next
+	s.next = a.Next()
+	s.byName[name], s.byAddr[a] = a, name
+	return a, true
+}
+
+// nameOf returns the name a synthetic address was given to.
+func (s *server) nameOf(a netip.Addr) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.byAddr[a]
+	return n, ok
+}
+
+// track registers a live connection so that the end of Serve closes it.
+func (s *server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		return false
+	}
+	s.live[c] = struct{}{}
+	return true
+}
+
+func (s *server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.live, c)
+	s.mu.Unlock()
+}
+
+// accept serves one TCP listener: by the address the sandbox connected
+// to, DNS over TCP (127.0.0.1:53), the proxy (127.0.0.1:3128) or a
+// synthetic address.
+func (s *server) accept(ctx context.Context, port int, l *net.TCPListener) {
+	for {
+		c, err := l.AcceptTCP()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // EMFILE and the like
+			continue
+		}
+		if !s.track(c) {
+			c.Close()
+			return
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			defer s.untrack(c)
+			defer c.Close()
+			s.handle(ctx, port, c)
+		}()
+	}
+}
+
+func (s *server) handle(ctx context.Context, port int, c *net.TCPConn) {
+	la, _ := c.LocalAddr().(*net.TCPAddr)
+	if la == nil {
+		return
+	}
+	local := la.AddrPort().Addr().Unmap()
+	switch {
+	case local == netip.AddrFrom4([4]byte{127, 0, 0, 1}) && port == DNSPort:
+		s.serveDNSTCP(c)
+	case local == netip.AddrFrom4([4]byte{127, 0, 0, 1}) && port == ProxyPort:
+		s.serveProxy(ctx, c)
+	case SyntheticPrefix.Contains(local):
+		name, ok := s.nameOf(local)
+		if !ok {
+			s.refuse(local.String(), port, "address not given out by the sandbox's DNS")
+			return
+		}
+		if !s.policy.allows(name, port) {
+			s.refuse(name, port, "port not allowed for this host")
+			return
+		}
+		s.relay(ctx, c, nil, name, port)
+	default:
+		s.refuse(local.String(), port, "not a synthetic address")
+	}
+}
+
+// dial resolves name on the host (after the policy check) and connects
+// to name:port.
+func (s *server) dial(ctx context.Context, name string, port int) (*net.TCPConn, error) {
+	key := name + ":" + strconv.Itoa(port)
+	var addrs []netip.Addr
+	if a, ok := s.policy.Resolve[key]; ok {
+		addrs = []netip.Addr{a}
+	} else {
+		lookup := s.policy.LookupNetIP
+		if lookup == nil {
+			lookup = net.DefaultResolver.LookupNetIP
+		}
+		lctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		found, err := lookup(lctx, "ip", name)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("host lookup failed")
+		}
+		for _, a := range found {
+			if !IsPublic(a) {
+				return nil, fmt.Errorf("resolves to a non-public address %s (map it with --resolve to allow it)", a.Unmap())
+			}
+			addrs = append(addrs, a.Unmap())
+		}
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("host lookup found no address")
+		}
+	}
+	d := net.Dialer{Timeout: dialTimeout}
+	var last error
+	for _, a := range addrs {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c.(*net.TCPConn), nil
+		}
+		last = err
+	}
+	var oe *net.OpError
+	if errors.As(last, &oe) && oe.Err != nil {
+		last = oe.Err
+	}
+	return nil, fmt.Errorf("connect failed: %v", last)
+}

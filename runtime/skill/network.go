@@ -1,0 +1,99 @@
+package skill
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/spec"
+)
+
+// Network is the network section of a Result: what the skill was allowed
+// to reach and what it was refused.
+type Network struct {
+	// Mode is "allowlist".
+	Mode string `json:"mode"`
+	// Hosts are the granted host:port rules.
+	Hosts []string `json:"hosts"`
+	// Connections counts connections relayed to an allowed host.
+	Connections int64 `json:"connections"`
+	// Refused lists refused attempts (DNS queries have no port).
+	Refused []egress.Refusal `json:"refused"`
+	// RefusedDropped counts refusals beyond the list's bound.
+	RefusedDropped int64 `json:"refused_dropped,omitempty"`
+	// Error is set when the egress server failed (the skill then had no
+	// network).
+	Error string `json:"error,omitempty"`
+}
+
+// egressRun is the egress server of one run.
+type egressRun struct {
+	handoff *egress.Handoff
+	hosts   []string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	report  *egress.Report
+	err     error
+}
+
+// egressSocket is the handoff socket's name in the bundle folder (which
+// the container cannot see after its pivot_root).
+const egressSocket = "egress.sock"
+
+// startEgress starts the egress server of a spec with an allowlist: the
+// handoff socket in the bundle folder dir, owned by the sandbox's host
+// user as root, and a goroutine that receives the sockets and serves them
+// until stop.
+func startEgress(dir string, sp *specs.Spec, policy *spec.Policy, uid, gid uint32) (*egressRun, error) {
+	pol, err := egress.PolicyFromAnnotations(sp.Annotations[runtime.AnnotationNetworkAllow], sp.Annotations[runtime.AnnotationNetworkResolve])
+	if err != nil {
+		return nil, fmt.Errorf("network allowlist: %w", err)
+	}
+	owner, group := -1, -1
+	if os.Geteuid() == 0 {
+		owner, group = int(uid), int(gid)
+	}
+	h, err := egress.Listen(filepath.Join(dir, egressSocket), owner, group)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &egressRun{handoff: h, hosts: policy.Hosts, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		socks, err := h.Accept(ctx, pol.Ports())
+		if err != nil {
+			if ctx.Err() == nil {
+				e.err = err
+			}
+			return
+		}
+		e.report = egress.Serve(ctx, socks, pol)
+	}()
+	return e, nil
+}
+
+// stop stops the server (the skill loses its network) and returns the
+// result's network section.
+func (e *egressRun) stop() *Network {
+	e.cancel()
+	<-e.done
+	e.handoff.Close()
+	n := &Network{Mode: spec.NetworkAllowlist, Hosts: e.hosts, Refused: []egress.Refusal{}}
+	if e.report != nil {
+		n.Connections = e.report.Connections
+		if e.report.Refused != nil {
+			n.Refused = e.report.Refused
+		}
+		n.RefusedDropped = e.report.RefusedDropped
+	}
+	if e.err != nil {
+		n.Error = e.err.Error()
+	}
+	return n
+}

@@ -1,0 +1,469 @@
+//go:build integration
+
+package security_test
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The network allowlist (package egress): a skill granted hosts reaches
+// exactly those, through its DNS, its proxy or the synthetic addresses.
+// Every server below listens on this host's loopback only; the sandbox
+// reaches it solely because --resolve maps the allowed name there. Every
+// verdict is the server's own log: what it accepted, with which Host and
+// SNI.
+
+// origin is a test server on 127.0.0.1 that logs each request and counts
+// the connections it accepts.
+type origin struct {
+	srv   *httptest.Server
+	port  int
+	mu    sync.Mutex
+	conns int
+	log   []string // "METHOD PATH host=HOST sni=SNI"
+}
+
+func startOrigin(p *P, useTLS bool) *origin {
+	p.Helper()
+	o := &origin{}
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sni := ""
+		if r.TLS != nil {
+			sni = r.TLS.ServerName
+		}
+		o.mu.Lock()
+		o.log = append(o.log, fmt.Sprintf("%s %s host=%s sni=%s", r.Method, r.URL.Path, r.Host, sni))
+		o.mu.Unlock()
+		if r.URL.Path == "/stream" {
+			// A transfer that lasts: the helper is killed during it.
+			fl, _ := w.(http.Flusher)
+			for i := 0; i < 600; i++ {
+				if _, err := w.Write([]byte(strings.Repeat("x", 1024) + "\n")); err != nil {
+					return
+				}
+				if fl != nil {
+					fl.Flush()
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			return
+		}
+		fmt.Fprintf(w, "origin says hello to %s", r.URL.Path)
+	}))
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		p.Fatalf("%v", err)
+	}
+	s.Listener = l
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			o.mu.Lock()
+			o.conns++
+			o.mu.Unlock()
+		}
+	}
+	if useTLS {
+		s.StartTLS()
+	} else {
+		s.Start()
+	}
+	p.Cleanup(s.Close)
+	o.srv, o.port = s, l.Addr().(*net.TCPAddr).Port
+	return o
+}
+
+func (o *origin) seen() (int, []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.conns, append([]string(nil), o.log...)
+}
+
+// egressPy runs the steps of REQ["steps"], each recorded under its key:
+// resolve NAME; get URL (urllib: honours the proxy variables); raw HOST
+// PORT [tls SNI] [host HOSTHEADER] [method M] (a client that ignores
+// them); proxy "REQUEST" (a raw request to the proxy); udp HOST PORT;
+// sock FAMILY TYPE (create a socket).
+const egressPy = `
+import ssl, urllib.request
+CTX = ssl.create_default_context()
+CTX.check_hostname = False
+CTX.verify_mode = ssl.CERT_NONE
+def first_line(data):
+    return data.split(b"\r\n")[0].decode("latin-1") if data else "closed without data"
+def read_all(s):
+    data = b""
+    while True:
+        try:
+            b = s.recv(65536)
+        except (ConnectionResetError, ssl.SSLError) as e:
+            if data: break
+            raise
+        if not b: break
+        data += b
+    return data
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5, context=CTX if url.startswith("https") else None) as r:
+            return "%d %s" % (r.status, r.read().decode())
+    except urllib.error.HTTPError as e:
+        return "%d %s" % (e.code, e.read().decode())
+def raw(st):
+    s = socket.create_connection((st["host"], st["port"]), timeout=5)
+    if "sni" in st:
+        s = CTX.wrap_socket(s, server_hostname=st["sni"])
+    hosthdr = st.get("hosthdr", "%s:%d" % (st["host"], st["port"]))
+    s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (st.get("method", "GET"), st.get("path", "/raw"), hosthdr)).encode())
+    return first_line(read_all(s))
+def proxy(req):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(req.encode())
+    return first_line(read_all(s))
+def udp(host, port):
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(1)
+    for _ in range(3):
+        s.sendto(b"hello", (host, port))
+    return "sent"
+def dnsq(name, qtype=1):
+    # A raw query to the sandbox's DNS (odd names a resolver library refuses).
+    q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+    for label in name:
+        q += bytes([len(label)]) + label
+    q += b"\x00" + qtype.to_bytes(2, "big") + b"\x00\x01"
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    s.sendto(q, ("127.0.0.1", 53))
+    r = s.recv(1500)
+    return "rcode %d answers %d" % (r[3] & 15, int.from_bytes(r[6:8], "big"))
+for st in REQ["steps"]:
+    k = st["key"]
+    kind = st["kind"]
+    if kind == "resolve":
+        attempt(k, lambda st=st: sorted({a[4][0] for a in socket.getaddrinfo(st["name"], 80, type=socket.SOCK_STREAM)}))
+    elif kind == "get":
+        attempt(k, lambda st=st: get(st["url"]))
+    elif kind == "raw":
+        attempt(k, lambda st=st: raw(st))
+    elif kind == "proxy":
+        attempt(k, lambda st=st: proxy(st["req"]))
+    elif kind == "udp":
+        attempt(k, lambda st=st: udp(st["host"], st["port"]))
+    elif kind == "dns":
+        attempt(k, lambda st=st: dnsq([bytes.fromhex(l) for l in st["labels"]], st.get("qtype", 1)))
+    elif kind == "sock":
+        attempt(k, lambda st=st: socket.socket(st["family"], st["type"]).close())
+done()
+`
+
+// unresolved reports whether a probe's getaddrinfo failed (gaierror's
+// errno is negative: EAI_NONAME and the like).
+func unresolved(v string) bool {
+	return strings.HasPrefix(v, "errno -") || strings.HasPrefix(v, "error gaierror")
+}
+
+type step map[string]any
+
+func steps(s ...step) string { return mustJSON(map[string]any{"steps": s}) }
+
+// egressResult is the result's network section.
+type egressResult struct {
+	Network *struct {
+		Mode        string   `json:"mode"`
+		Hosts       []string `json:"hosts"`
+		Connections int64    `json:"connections"`
+		Refused     []struct {
+			Host   string `json:"host"`
+			Port   int    `json:"port"`
+			Reason string `json:"reason"`
+		} `json:"refused"`
+	} `json:"network"`
+}
+
+func (o *outcome) network(p *P) *egressResult {
+	p.Helper()
+	var r egressResult
+	if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || r.Network == nil {
+		p.Fatalf("the result has no network section\n%s", o)
+	}
+	return &r
+}
+
+// refusedFor reports whether the host side recorded a refusal of host
+// (and port, when not 0) whose reason contains reason.
+func (r *egressResult) refusedFor(host string, port int, reason string) bool {
+	for _, f := range r.Network.Refused {
+		if f.Host == host && (port == 0 || f.Port == port) && strings.Contains(f.Reason, reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEgressAllowed: an allowed name is reached through the proxy
+// variables (HTTP and HTTPS CONNECT) and by a client that ignores them
+// (plain and TLS to the synthetic address DNS gave it), each proven by
+// the server's log with the right Host and SNI.
+func TestEgressAllowed(t *testing.T) {
+	probe(t, "net/egress-allowed", func(p *P, m *mode) {
+		plain, tls := startOrigin(p, false), startOrigin(p, true)
+		hp, ht := fmt.Sprintf("api.test:%d", plain.port), fmt.Sprintf("api.test:%d", tls.port)
+		sk := pyProbe(p, m, "eg-ok", egressPy, fmt.Sprintf("network:\n  hosts: [%q, %q]\n", hp, ht))
+		o := m.skill(p, sk, steps(
+			step{"key": "resolve", "kind": "resolve", "name": "api.test"},
+			step{"key": "proxy http", "kind": "get", "url": "http://" + hp + "/via-proxy"},
+			step{"key": "proxy https", "kind": "get", "url": "https://" + ht + "/via-connect"},
+			step{"key": "direct http", "kind": "raw", "host": "api.test", "port": plain.port, "path": "/direct"},
+			step{"key": "direct https", "kind": "raw", "host": "api.test", "port": tls.port, "path": "/direct-tls", "sni": "api.test"},
+			step{"key": "proxy smuggled host", "kind": "proxy", "req": "GET http://" + hp + "/smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"},
+		), "--network", "allow", "--resolve", hp+":127.0.0.1", "--resolve", ht+":127.0.0.1")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		if v := str(out, "resolve"); !strings.Contains(v, "198.1") {
+			p.Errorf("api.test did not resolve to a synthetic address: %s", v)
+		}
+		_, plog := plain.seen()
+		_, tlog := tls.seen()
+		for _, want := range []struct {
+			log       []string
+			line, key string
+		}{
+			{plog, "GET /via-proxy host=" + hp + " sni=", "proxy http"},
+			{plog, "GET /direct host=" + hp + " sni=", "direct http"},
+			{tlog, "GET /via-connect host=" + ht + " sni=api.test", "proxy https"},
+			{tlog, "GET /direct-tls host=" + ht + " sni=api.test", "direct https"},
+		} {
+			found := false
+			for _, l := range want.log {
+				found = found || l == want.line
+			}
+			if !found {
+				p.Errorf("%s: the server did not log %q (it logged %q); the probe saw %s", want.key, want.line, want.log, str(out, want.key))
+			}
+			if !strings.HasPrefix(str(out, want.key), "200") && !strings.HasPrefix(str(out, want.key), "HTTP/1.1 200") {
+				p.Errorf("%s: the probe got %s", want.key, str(out, want.key))
+			}
+		}
+		// A proxy request's Host header is replaced by its URL's host
+		// (RFC 9112 3.2.2): the origin never sees evil.test.
+		if want := "GET /smuggled host=" + hp + " sni="; !slices.Contains(plog, want) {
+			p.Errorf("proxy smuggled host: the server logged %q, want %q", plog, want)
+		}
+		for _, l := range append(plog, tlog...) {
+			if strings.Contains(l, "evil") {
+				p.Errorf("LEAK: the server saw %q", l)
+			}
+		}
+		r := o.network(p)
+		if r.Network.Mode != "allowlist" || len(r.Network.Hosts) != 2 || r.Network.Connections < 5 {
+			p.Errorf("network section: %+v", r.Network)
+		}
+	})
+}
+
+// TestEgressRefused: what the allowlist does not name reaches nothing:
+// the servers (one allowed by name and port, one on a port not granted)
+// accept no connection at all, and the host side reports each refusal.
+func TestEgressRefused(t *testing.T) {
+	probe(t, "net/egress-refused", func(p *P, m *mode) {
+		plain, tls, other := startOrigin(p, false), startOrigin(p, true), startOrigin(p, false)
+		nu, portU := udpListener(p, "127.0.0.1:0")
+		hp, ht := fmt.Sprintf("api.test:%d", plain.port), fmt.Sprintf("api.test:%d", tls.port)
+		lh := fmt.Sprintf("localhost:%d", plain.port)
+		long := hex.EncodeToString([]byte(strings.Repeat("a", 63)))
+		api, test := hex.EncodeToString([]byte("api")), hex.EncodeToString([]byte("test"))
+		sk := pyProbe(p, m, "eg-no", egressPy, fmt.Sprintf("network:\n  hosts: [%q, %q, %q]\n", hp, ht, lh))
+		st := []step{
+			{"key": "dns other", "kind": "resolve", "name": "other.test"},
+			{"key": "dns suffix", "kind": "resolve", "name": "api.test.evil.test"},
+			{"key": "dns long", "kind": "dns", "labels": []string{long, long, long, api, test}},
+			{"key": "dns odd", "kind": "dns", "labels": []string{"61006222ff2e", api, test}},
+			{"key": "dns aaaa", "kind": "dns", "labels": []string{api, test}, "qtype": 28},
+			{"key": "proxy other", "kind": "get", "url": fmt.Sprintf("http://other.test:%d/", plain.port)},
+			{"key": "proxy ip", "kind": "proxy", "req": fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", plain.port)},
+			{"key": "proxy internal", "kind": "proxy", "req": fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", lh, lh)},
+			{"key": "proxy port", "kind": "proxy", "req": fmt.Sprintf("CONNECT api.test:%d HTTP/1.1\r\nHost: api.test\r\n\r\n", other.port)},
+			{"key": "direct ip", "kind": "raw", "host": "127.0.0.1", "port": plain.port},
+			{"key": "direct unassigned", "kind": "raw", "host": "198.18.99.99", "port": plain.port},
+			{"key": "direct port", "kind": "raw", "host": "api.test", "port": other.port},
+			{"key": "direct host mismatch", "kind": "raw", "host": "api.test", "port": plain.port, "hosthdr": "evil.test"},
+			{"key": "direct chaining", "kind": "raw", "host": "api.test", "port": plain.port, "method": "CONNECT", "path": "other.test:443", "hosthdr": hp},
+			{"key": "sni mismatch", "kind": "raw", "host": "api.test", "port": tls.port, "sni": "evil.test"},
+			{"key": "no sni", "kind": "raw", "host": "api.test", "port": tls.port, "sni": nil},
+			{"key": "ipv6", "kind": "raw", "host": "::1", "port": plain.port},
+			{"key": "udp host", "kind": "udp", "host": "127.0.0.1", "port": portU},
+			{"key": "udp synthetic", "kind": "udp", "host": "198.18.0.2", "port": portU},
+			{"key": "AF_VSOCK", "kind": "sock", "family": 40, "type": 1},
+			{"key": "AF_INET SOCK_RAW", "kind": "sock", "family": 2, "type": 3},
+			{"key": "AF_PACKET", "kind": "sock", "family": 17, "type": 3},
+		}
+		for _, h := range hostIPs() {
+			st = append(st, step{"key": "direct host " + h, "kind": "raw", "host": h, "port": plain.port})
+		}
+		o := m.skill(p, sk, steps(st...), "--network", "allow", "--resolve", hp+":127.0.0.1", "--resolve", ht+":127.0.0.1")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		time.Sleep(200 * time.Millisecond)
+		for name, srv := range map[string]*origin{"allowed plain": plain, "allowed TLS": tls, "other port": other} {
+			if n, log := srv.seen(); n != 0 {
+				p.Errorf("LEAK: the %s server on 127.0.0.1:%d accepted %d connections: %q", name, srv.port, n, log)
+			}
+		}
+		if n := nu.Load(); n != 0 {
+			p.Errorf("LEAK: the UDP listener on 127.0.0.1:%d received %d datagrams", portU, n)
+		}
+		for _, k := range []string{"dns other", "dns suffix"} {
+			if v := str(out, k); !unresolved(v) {
+				p.Errorf("%s resolved: %s", k, v)
+			}
+		}
+		if v := str(out, "dns long"); v != "rcode 3 answers 0" {
+			p.Errorf("dns long: %s, want NXDOMAIN", v)
+		}
+		// A label with NUL and 0xff bytes is not a query the parser
+		// accepts: FORMERR or NXDOMAIN, never an answer.
+		if v := str(out, "dns odd"); v != "rcode 3 answers 0" && v != "rcode 1 answers 0" {
+			p.Errorf("dns odd: %s, want NXDOMAIN or FORMERR", v)
+		}
+		if v := str(out, "dns aaaa"); v != "rcode 0 answers 0" {
+			p.Errorf("AAAA api.test: %s, want no address", v)
+		}
+		for _, k := range []string{"proxy ip", "proxy port"} {
+			if v := str(out, k); !strings.HasPrefix(v, "HTTP/1.1 403") {
+				p.Errorf("%s: %s, want 403", k, v)
+			}
+		}
+		if v := str(out, "proxy internal"); !strings.HasPrefix(v, "HTTP/1.1 502") {
+			p.Errorf("proxy internal: %s, want 502 (localhost resolves to loopback)", v)
+		}
+		if v := str(out, "proxy other"); !strings.Contains(v, "403") {
+			p.Errorf("proxy other: %s, want 403", v)
+		}
+		for _, k := range []string{"AF_VSOCK", "AF_INET SOCK_RAW", "AF_PACKET"} {
+			if v := str(out, k); !strings.HasPrefix(v, "errno") {
+				p.Errorf("LEAK: socket %s: %s", k, v)
+			}
+		}
+		for k, v := range out {
+			if s := fmt.Sprint(v); strings.HasPrefix(k, "direct") || k == "sni mismatch" || k == "no sni" || k == "ipv6" {
+				if strings.Contains(s, "HTTP/1.1 200") || strings.Contains(s, "origin says") {
+					p.Errorf("LEAK: %s got an answer: %s", k, s)
+				}
+			}
+		}
+		r := o.network(p)
+		for _, want := range []struct {
+			host   string
+			port   int
+			reason string
+		}{
+			{"other.test", 0, "DNS: name not allowed"},
+			{"api.test.evil.test", 0, "DNS: name not allowed"},
+			{"127.0.0.1", plain.port, "IP address"},
+			{"localhost", plain.port, "non-public address 127.0.0.1"},
+			{"api.test", other.port, "not allowed"},
+			{"api.test", plain.port, `Host "evil.test" does not match`},
+			{"api.test", plain.port, "proxy chaining"},
+			{"api.test", tls.port, `(SNI) "evil.test" does not match`},
+			{"api.test", tls.port, "without a server name"},
+			{"198.18.99.99", plain.port, "not given out"},
+		} {
+			if !r.refusedFor(want.host, want.port, want.reason) {
+				p.Errorf("the result does not report the refusal of %s:%d (%s): %+v", want.host, want.port, want.reason, r.Network.Refused)
+			}
+		}
+	})
+}
+
+// TestEgressWildcard: "*.wild.test" allows names under wild.test, not
+// wild.test itself nor a name that merely ends with it.
+func TestEgressWildcard(t *testing.T) {
+	probe(t, "net/egress-wildcard", func(p *P, m *mode) {
+		srv := startOrigin(p, false)
+		port := srv.port
+		sk := pyProbe(p, m, "eg-wild", egressPy, fmt.Sprintf("network:\n  hosts: [\"*.wild.test:%d\"]\n", port))
+		o := m.skill(p, sk, steps(
+			step{"key": "a", "kind": "raw", "host": "a.wild.test", "port": port, "path": "/a"},
+			step{"key": "b.c", "kind": "raw", "host": "b.c.wild.test", "port": port, "path": "/bc"},
+			step{"key": "apex", "kind": "resolve", "name": "wild.test"},
+			step{"key": "suffix", "kind": "resolve", "name": "a.wild.test.evil.test"},
+			step{"key": "glued", "kind": "resolve", "name": "evilwild.test"},
+			step{"key": "unmapped", "kind": "raw", "host": "u.wild.test", "port": port, "path": "/u"},
+		), "--network", "allow",
+			"--resolve", fmt.Sprintf("a.wild.test:%d:127.0.0.1", port), "--resolve", fmt.Sprintf("b.c.wild.test:%d:127.0.0.1", port))
+		o.wantCode(p, 0)
+		out := o.out(p)
+		_, log := srv.seen()
+		want := []string{fmt.Sprintf("GET /a host=a.wild.test:%d sni=", port), fmt.Sprintf("GET /bc host=b.c.wild.test:%d sni=", port)}
+		if strings.Join(log, "|") != strings.Join(want, "|") {
+			p.Errorf("the server logged %q, want %q (probe: a=%s b.c=%s unmapped=%s)", log, want, str(out, "a"), str(out, "b.c"), str(out, "unmapped"))
+		}
+		for _, k := range []string{"apex", "suffix", "glued"} {
+			if v := str(out, k); !unresolved(v) {
+				p.Errorf("%s resolved: %s", k, v)
+			}
+		}
+		r := o.network(p)
+		for _, h := range []string{"wild.test", "a.wild.test.evil.test", "evilwild.test"} {
+			if !r.refusedFor(h, 0, "DNS") {
+				p.Errorf("no DNS refusal reported for %s: %+v", h, r.Network.Refused)
+			}
+		}
+		// u.wild.test is allowed by the pattern but not mapped: the host
+		// looks it up (no such name here) and refuses.
+		if !r.refusedFor("u.wild.test", port, "") {
+			p.Errorf("no refusal reported for the unmapped u.wild.test: %+v", r.Network.Refused)
+		}
+	})
+}
+
+// TestEgressConcurrent: many connections at once through the synthetic
+// address and the proxy all reach the allowed server, each counted by it.
+func TestEgressConcurrent(t *testing.T) {
+	probe(t, "net/egress-concurrent", func(p *P, m *mode) {
+		srv := startOrigin(p, false)
+		hp := fmt.Sprintf("api.test:%d", srv.port)
+		sk := pyProbe(p, m, "eg-many", `
+import threading, urllib.request
+res = {}
+def one(i):
+    try:
+        if i % 2:
+            with urllib.request.urlopen("http://%s/p%d" % (REQ["hp"], i), timeout=10) as r:
+                res[i] = r.status
+        else:
+            s = socket.create_connection(("api.test", REQ["port"]), timeout=10)
+            s.sendall(("GET /d%d HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (i, REQ["hp"])).encode())
+            data = b""
+            while True:
+                b = s.recv(65536)
+                if not b: break
+                data += b
+            res[i] = int(data.split(b" ")[1])
+    except Exception as e:
+        res[i] = repr(e)
+ts = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+for t in ts: t.start()
+for t in ts: t.join()
+OUT["ok"] = sum(1 for v in res.values() if v == 200)
+OUT["errors"] = [v for v in res.values() if v != 200][:5]
+done()
+`, fmt.Sprintf("network:\n  hosts: [%q]\nlimits:\n  pids: 128\n", hp))
+		o := m.skill(p, sk, mustJSON(map[string]any{"hp": hp, "port": srv.port}), "--network", "allow", "--resolve", hp+":127.0.0.1")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		n, log := srv.seen()
+		if fmt.Sprint(out["ok"]) != "40" || len(log) != 40 || n != 40 {
+			p.Errorf("40 concurrent requests: the probe saw %v ok (errors %v); the server accepted %d connections and logged %d requests", out["ok"], out["errors"], n, len(log))
+		}
+	})
+}
