@@ -216,21 +216,51 @@ func rlimits(p *Policy) []specs.POSIXRlimit {
 }
 
 // fallbackRlimits are the rlimits that stand in for cgroup limits
-// (Policy.Fallback).
+// (Policy.Fallback), when no wrapper applies them.
 func fallbackRlimits(p *Policy) []specs.POSIXRlimit {
 	f := p.Fallback
-	if f == nil {
+	if f == nil || f.Wrapper != "" {
 		return nil
 	}
+	var r []specs.POSIXRlimit
+	for _, l := range fallbackLimits(p) {
+		r = append(r, specs.POSIXRlimit{Type: l.rlimit, Soft: l.soft, Hard: l.hard})
+	}
+	return r
+}
+
+// withRlimitWrapper prefixes args with the prlimit(1) command line that
+// applies the fallback rlimits and execs args (Fallback.Wrapper).
+func withRlimitWrapper(p *Policy, args []string) []string {
+	f := p.Fallback
+	if f == nil || f.Wrapper == "" {
+		return args
+	}
+	w := []string{f.Wrapper}
+	for _, r := range fallbackLimits(p) {
+		w = append(w, fmt.Sprintf("--%s=%d:%d", r.name, r.soft, r.hard))
+	}
+	return append(append(w, "--"), args...)
+}
+
+type fallbackLimit struct {
+	name       string // prlimit(1)'s option
+	rlimit     string // OCI name
+	soft, hard uint64
+}
+
+// fallbackLimits lists the rlimits of Policy.Fallback.
+func fallbackLimits(p *Policy) []fallbackLimit {
+	f := p.Fallback
 	mem := uint64(p.Memory)
-	r := []specs.POSIXRlimit{{Type: "RLIMIT_DATA", Hard: mem, Soft: mem}}
+	r := []fallbackLimit{{"data", "RLIMIT_DATA", mem, mem}}
 	if f.Memory == EnforcedByRlimitAS {
-		r = append(r, specs.POSIXRlimit{Type: "RLIMIT_AS", Hard: mem, Soft: mem})
+		r = append(r, fallbackLimit{"as", "RLIMIT_AS", mem, mem})
 	}
 	if f.Pids == EnforcedByRlimitNproc {
-		r = append(r, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(p.Pids), Soft: uint64(p.Pids)})
+		r = append(r, fallbackLimit{"nproc", "RLIMIT_NPROC", uint64(p.Pids), uint64(p.Pids)})
 	}
-	return append(r, specs.POSIXRlimit{Type: "RLIMIT_CPU", Hard: f.CPUTimeSeconds + 1, Soft: f.CPUTimeSeconds})
+	return append(r, fallbackLimit{"cpu", "RLIMIT_CPU", f.CPUTimeSeconds, f.CPUTimeSeconds + 1})
 }
 
 var (
@@ -346,7 +376,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		Version: specs.Version,
 		Process: &specs.Process{
 			User:            specs.User{UID: 0, GID: 0},
-			Args:            processArgs(s, SkillMount, o),
+			Args:            withRlimitWrapper(p, processArgs(s, SkillMount, o)),
 			Env:             processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount),
 			Cwd:             ScratchMount,
 			Capabilities:    &specs.LinuxCapabilities{},

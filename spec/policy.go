@@ -135,6 +135,10 @@ type Fallback struct {
 	CPUTime string `json:"cpu_time"`
 	// CPUTimeSeconds is RLIMIT_CPU's soft limit.
 	CPUTimeSeconds uint64 `json:"cpu_time_seconds"`
+	// Wrapper, when set, is the prlimit(1) that applies these limits
+	// before it execs the entry point (WithRlimitWrapper); otherwise they
+	// are process.rlimits.
+	Wrapper string `json:"wrapper,omitempty"`
 }
 
 // Option configures Generate and Resolve.
@@ -163,6 +167,7 @@ type options struct {
 	devDir    string
 	fallback  bool
 	nprocNS   bool
+	prlimit   string
 }
 
 // WithNetwork sets the network mode the operator grants: "none", "allow"
@@ -252,6 +257,16 @@ func WithArch(goarch string) Option { return func(o *options) { o.arch = goarch 
 func WithRlimitFallback(nprocPerUserNS bool) Option {
 	return func(o *options) { o.fallback, o.nprocNS = true, nprocPerUserNS }
 }
+
+// WithRlimitWrapper makes the rlimit fallback apply its limits through
+// util-linux prlimit(1) at path (a path inside the sandbox, e.g.
+// /usr/bin/prlimit), which sets them and execs the entry point, instead of
+// through process.rlimits. The runtime applies process.rlimits to its own
+// container init while that still runs (libcontainer's init is Go, whose
+// runtime cannot even start under a few hundred MiB of RLIMIT_AS, and
+// grows its address space as it runs), so only the skill's own processes
+// get the fallback limits this way.
+func WithRlimitWrapper(path string) Option { return func(o *options) { o.prlimit = path } }
 
 func collect(opts []Option) *options {
 	o := &options{}
@@ -356,6 +371,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 			f.Pids = EnforcedByRlimitNproc
 		}
 		f.CPUTimeSeconds = uint64(math.Ceil(p.Timeout.Seconds()*math.Max(p.CPUs, 1))) + 1
+		f.Wrapper = o.prlimit
 		p.Fallback = f
 	}
 	return p, nil

@@ -756,4 +756,20 @@ func TestGenerateRlimitFallback(t *testing.T) {
 	if _, ok := rlimitMap(sp)["RLIMIT_AS"]; ok {
 		t.Error("darwin spec got the Linux rlimit fallback")
 	}
+	// With prlimit(1), the limits are its arguments, not process.rlimits
+	// (which the runtime would apply to its own Go init too).
+	sp, err = Generate(s, "linux", append(base, WithRlimitFallback(true), WithRlimitWrapper("/usr/bin/prlimit"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_NPROC", "RLIMIT_CPU"} {
+		if _, ok := rlimitMap(sp)[k]; ok {
+			t.Errorf("%s in process.rlimits with the prlimit wrapper", k)
+		}
+	}
+	plain, _ := Generate(s, "linux", append(base, WithRlimitFallback(true))...)
+	wantArgs := "/usr/bin/prlimit --data=67108864:67108864 --as=67108864:67108864 --nproc=32:32 --cpu=6:7 -- " + strings.Join(plain.Process.Args, " ")
+	if got := strings.Join(sp.Process.Args, " "); got != wantArgs {
+		t.Errorf("args = %q, want %q", got, wantArgs)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/runtime/fake"
 )
 
@@ -261,5 +262,26 @@ func TestTerminalSafe(t *testing.T) {
 		if got := terminalSafe(in); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWriteResultTextPartialLimits: rootless without cgroups some limits
+// are enforced (memory by rlimit) and others not (cpus: nil).
+func TestWriteResultTextPartialLimits(t *testing.T) {
+	mem, pids := int64(64<<20), int64(32)
+	res := &skill.Result{Skill: "s", Limits: &skill.Limits{MemoryBytes: &mem, Pids: &pids, NotEnforced: []string{"cpus"},
+		Enforcement: &skill.Enforcement{Memory: skill.Enforced{Limit: float64(mem), EnforcedBy: "rlimit_as", Scope: skill.ScopeProcess}}}}
+	var b strings.Builder
+	if err := writeResult(&b, res, "text"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"memory=64.0 MiB/process", "pids=32", "(not enforced: cpus)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text result lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "cpus=") {
+		t.Errorf("text result shows an unenforced cpu quota:\n%s", out)
 	}
 }

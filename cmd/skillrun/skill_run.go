@@ -169,8 +169,18 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 		return err
 	}
 	fmt.Fprintf(&b, "limits: network=%s timeout=%dms output=%s scratch=%s", l.Network, l.TimeoutMS, humanBytes(l.OutputBytes), humanBytes(l.ScratchBytes))
+	// Each is nil when nothing enforced it (rootless without cgroups).
 	if l.MemoryBytes != nil {
-		fmt.Fprintf(&b, " memory=%s cpus=%g pids=%d", humanBytes(*l.MemoryBytes), *l.CPUs, *l.Pids)
+		fmt.Fprintf(&b, " memory=%s", humanBytes(*l.MemoryBytes))
+		if e := l.Enforcement; e != nil && e.Memory.Scope == skill.ScopeProcess {
+			b.WriteString("/process")
+		}
+	}
+	if l.CPUs != nil {
+		fmt.Fprintf(&b, " cpus=%g", *l.CPUs)
+	}
+	if l.Pids != nil {
+		fmt.Fprintf(&b, " pids=%d", *l.Pids)
 	}
 	if len(l.NotEnforced) > 0 {
 		fmt.Fprintf(&b, " (not enforced: %s)", strings.Join(l.NotEnforced, ","))

@@ -98,6 +98,11 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	// memory, tasks and CPU time instead.
 	if cp, ok := rt.(runtime.CgroupProber); ok && platform == "linux" && !cp.CgroupLimits() {
 		sopts = append(sopts, spec.WithRlimitFallback(nprocPerUserNS()))
+		// /usr is the host's inside the sandbox: its prlimit(1) applies
+		// the limits to the skill alone, not to the runtime's Go init.
+		if fi, err := os.Stat(prlimitPath); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			sopts = append(sopts, spec.WithRlimitWrapper(prlimitPath))
+		}
 	}
 	res := &Result{Skill: sk.Name, ExitCode: -1}
 	policy, err := spec.Resolve(sk, sopts...)
@@ -248,6 +253,11 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	case info.Status != 0 && enforcedBy(res, "pids") != "" && looksLikePidsLimit(stderr.Bytes()):
 		res.StoppedReason = StoppedPids
 		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
+		if by := enforcedBy(res, "memory"); by != "" && by != spec.EnforcedByCgroup {
+			// EAGAIN from pthread_create is also a thread stack that did
+			// not fit under the per-process address-space limit.
+			res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d or the %d-byte per-process memory limit (%s; each thread reserves a stack) reached", policy.Pids, policy.Memory, by)
+		}
 	case cpuTimeStop(policy, &info):
 		res.StoppedReason = StoppedCPUTime
 		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
@@ -384,6 +394,10 @@ func writeBundle(dir string, sk *spec.Skill, platform string, sopts []spec.Optio
 	}
 	return sp, nil
 }
+
+// prlimitPath is util-linux's prlimit(1), the same path on the host and in
+// the sandbox (which binds the host's /usr).
+const prlimitPath = "/usr/bin/prlimit"
 
 // looksLikeMemoryLimit recognises the errors interpreters and libc print
 // when an allocation fails (ENOMEM from mmap or brk under RLIMIT_AS or

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -350,10 +351,23 @@ type noCgroupRT struct{ *fakeRT }
 
 func (noCgroupRT) CgroupLimits() bool { return false }
 
+// specRlimits are the soft rlimits of the spec's process: process.rlimits
+// and those a prlimit(1) wrapper in front of the entry point sets.
 func specRlimits(sp *specs.Spec) map[string]uint64 {
 	m := map[string]uint64{}
 	for _, r := range sp.Process.Rlimits {
 		m[r.Type] = r.Soft
+	}
+	if a := sp.Process.Args; len(a) > 0 && a[0] == prlimitPath {
+		for _, opt := range a[1:] {
+			if opt == "--" {
+				break
+			}
+			name, val, _ := strings.Cut(strings.TrimPrefix(opt, "--"), "=")
+			soft, _, _ := strings.Cut(val, ":")
+			n, _ := strconv.ParseUint(soft, 10, 64)
+			m["RLIMIT_"+strings.ToUpper(name)] = n
+		}
 	}
 	return m
 }

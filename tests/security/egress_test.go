@@ -428,6 +428,8 @@ func TestEgressWildcard(t *testing.T) {
 
 // TestEgressConcurrent: many connections at once through the synthetic
 // address and the proxy all reach the allowed server, each counted by it.
+// 2Gi of memory: rootless without cgroups that is RLIMIT_AS, and 40
+// threads reserve 8 MiB stacks and glibc malloc arenas of 64 MiB.
 func TestEgressConcurrent(t *testing.T) {
 	probe(t, "net/egress-concurrent", func(p *P, m *mode) {
 		srv := startOrigin(p, false)
@@ -457,7 +459,7 @@ for t in ts: t.join()
 OUT["ok"] = sum(1 for v in res.values() if v == 200)
 OUT["errors"] = [v for v in res.values() if v != 200][:5]
 done()
-`, fmt.Sprintf("network:\n  hosts: [%q]\nlimits:\n  pids: 128\n", hp))
+`, fmt.Sprintf("network:\n  hosts: [%q]\nlimits:\n  pids: 128\n  memory: 2Gi\n", hp))
 		o := m.skill(p, sk, mustJSON(map[string]any{"hp": hp, "port": srv.port}), "--network", "allow", "--resolve", hp+":127.0.0.1")
 		o.wantCode(p, 0)
 		out := o.out(p)
