@@ -13,8 +13,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/runtime/fake"
+	"github.com/skillrun/skillrun/runtime/skill"
 )
 
 type result struct {
