@@ -141,6 +141,21 @@ func (m *mode) run(t *testing.T, in string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	cmd := m.command(ctx, args...)
+	cmd.Stdin = strings.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := result{argv: args, stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("run skillrun: %v", err)
+	}
+	return res
+}
+
+// command is skillrun with args, run as the mode's user, its state root
+// (root) under the mode's private TMPDIR.
+func (m *mode) command(ctx context.Context, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
 	if m.user != nil {
@@ -156,15 +171,7 @@ func (m *mode) run(t *testing.T, in string, args ...string) result {
 			cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
 		}
 	}
-	cmd.Stdin = strings.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := result{argv: args, stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
-	if err != nil && cmd.ProcessState == nil {
-		t.Fatalf("run skillrun: %v", err)
-	}
-	return res
+	return cmd
 }
 
 // skillResult is the JSON result of skill run.
