@@ -198,7 +198,7 @@ func (d *Driver) reconcile(ctx context.Context) ([]string, error) {
 	return warnings, nil
 }
 
-func (d *Driver) sandboxesDir() string       { return filepath.Join(d.cfg.StateDir, "sandboxes") }
+func (d *Driver) sandboxesDir() string        { return filepath.Join(d.cfg.StateDir, "sandboxes") }
 func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.sandboxesDir(), id) }
 func (d *Driver) recordPath(id string) string { return filepath.Join(d.sandboxDir(id), "sandbox.json") }
 func (d *Driver) bundleDir(id string) string  { return filepath.Join(d.sandboxDir(id), "bundle") }
@@ -483,8 +483,15 @@ func (d *Driver) start(ctx context.Context, id string) error {
 	case !errors.Is(err, runtime.ErrNotExist):
 		return err
 	}
+	// The container's output (the supervisor's log) is appended to
+	// console.log next to the bundle.
+	logf, err := os.OpenFile(filepath.Join(d.sandboxDir(id), "console.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
 	if _, err := d.cfg.Runtime.Run(ctx, cid, runtime.RunOpts{
-		CreateOpts: runtime.CreateOpts{Bundle: d.bundleDir(id)},
+		CreateOpts: runtime.CreateOpts{Bundle: d.bundleDir(id), Stdio: runtime.Stdio{Stdout: logf, Stderr: logf}},
 		Detach:     true,
 	}); err != nil {
 		return fmt.Errorf("start container %s: %w", cid, err)
