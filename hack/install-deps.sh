@@ -17,6 +17,9 @@ want_proto=(protobuf-compiler)
 # protobuf version go.mod pins (Debian's protoc-gen-go is the old v1.3 API).
 # Used by `make proto` only: the generated code is committed.
 PROTOC_GEN_GO_GRPC_VERSION=v1.6.0
+# grpcurl, for the OpenShell driver test that calls the socket from the
+# command line (not packaged in Debian 12); built once into bin/tools.
+GRPCURL_VERSION=v1.9.3
 proto_plugins() {
 	local root tools pbver
 	root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,8 +46,19 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+go_tools() {
+	case "${1:-build}" in
+	proto) proto_plugins ;;
+	test | bench | all)
+		local tools
+		tools=$(cd "$(dirname "$0")/.." && pwd)/bin/tools
+		[ -x "$tools/grpcurl" ] || GOBIN=$tools go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+		;;
+	esac
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
-	[ "${1:-build}" = proto ] && proto_plugins
+	go_tools "${1:-build}"
 	exit 0
 fi
 
@@ -60,5 +74,4 @@ if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-[ "${1:-build}" = proto ] && proto_plugins
-exit 0
+go_tools "${1:-build}"

@@ -764,3 +764,47 @@ func TestOpenShellDriverReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenShellDriverGrpcurl calls the socket with grpcurl and the
+// project's .proto, as an operator would (and as a second, independent
+// client implementation).
+func TestOpenShellDriverGrpcurl(t *testing.T) {
+	needRoot(t)
+	gc := os.Getenv("GRPCURL")
+	if gc == "" {
+		gc = filepath.Join(repo, "bin", "tools", "grpcurl")
+	}
+	if _, err := os.Stat(gc); err != nil {
+		t.Skipf("needs grpcurl (hack/install-deps.sh test builds bin/tools/grpcurl; or set GRPCURL): %v", err)
+	}
+	e := newEnv(t)
+	call := func(method, data string) (string, error) {
+		args := []string{"-plaintext", "-import-path", filepath.Join(repo, "openshell", "proto"), "-import-path", "/usr/include",
+			"-proto", "compute_driver.proto"}
+		if data != "" {
+			args = append(args, "-d", data)
+		}
+		args = append(args, "unix://"+e.sock, "openshell.compute.v1.ComputeDriver/"+method)
+		out, err := exec.Command(gc, args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := call("GetCapabilities", ""); err != nil || !strings.Contains(out, `"driverName": "skillrun"`) {
+		t.Fatalf("GetCapabilities: %v\n%s", err, out)
+	}
+	if out, err := call("ValidateSandboxCreate", `{"sandbox":{"id":"../x","name":"n"}}`); err == nil || !strings.Contains(out, "InvalidArgument") || !strings.Contains(out, "sandbox.id") {
+		t.Fatalf("ValidateSandboxCreate of a bad id: %v\n%s", err, out)
+	}
+	if out, err := call("CreateSandbox", `{"sandbox":{"id":"g1","name":"g1","spec":{"template":{"image":"busybox:test"}}}}`); err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, out)
+	}
+	e.waitReady("g1", "BackendReady")
+	if out, err := call("GetSandbox", `{"sandbox_id":"g1"}`); err != nil || !strings.Contains(out, `"reason": "BackendReady"`) {
+		t.Fatalf("GetSandbox: %v\n%s", err, out)
+	}
+	if out, err := call("DeleteSandbox", `{"sandbox_id":"g1"}`); err != nil || !strings.Contains(out, `"deleted": true`) {
+		t.Fatalf("DeleteSandbox: %v\n%s", err, out)
+	}
+	if out, err := call("GetSandbox", `{"sandbox_id":"g1"}`); err == nil || !strings.Contains(out, "NotFound") {
+		t.Fatalf("GetSandbox after delete: %v\n%s", err, out)
+	}
+}
