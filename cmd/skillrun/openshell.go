@@ -76,6 +76,12 @@ func (e *env) serveOpenShell(c *cli.Context) error {
 	}
 	ctx, cancel := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
+	// The socket first: a refused socket leaves no state directory behind.
+	l, err := openshell.Listen(c.String("socket"))
+	if err != nil {
+		return err
+	}
+	defer l.Close()
 	drv, warnings, err := openshell.New(ctx, openshell.Config{
 		Runtime:       rt,
 		StateDir:      c.String("state"),
@@ -94,10 +100,6 @@ func (e *env) serveOpenShell(c *cli.Context) error {
 	for _, w := range warnings {
 		e.log.Warn(w)
 	}
-	if err != nil {
-		return err
-	}
-	l, err := openshell.Listen(c.String("socket"))
 	if err != nil {
 		return err
 	}

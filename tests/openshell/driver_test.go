@@ -808,3 +808,47 @@ func TestOpenShellDriverGrpcurl(t *testing.T) {
 		t.Fatalf("GetSandbox after delete: %v\n%s", err, out)
 	}
 }
+
+// TestOpenShellDriverRefuses: bad command lines fail at once with one
+// clear line, a non-zero status, and leave no socket or state behind.
+func TestOpenShellDriverRefuses(t *testing.T) {
+	if binaryErr != nil {
+		t.Skipf("skillrun binary: %v", binaryErr)
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	os.Mkdir(real, 0o700)
+	os.Symlink(real, filepath.Join(dir, "link"))
+	state := filepath.Join(dir, "state")
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no socket":              {[]string{"--state", state}, "Required flag"},
+		"symlinked socket dir":   {[]string{"--socket", filepath.Join(dir, "link", "s.sock"), "--state", state}, "not a symlink"},
+		"missing supervisor bin": {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "--supervisor-bin", filepath.Join(dir, "nosuch")}, "supervisor binary"},
+		"extra argument":         {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "extra"}, "argument"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, append([]string{"--root", filepath.Join(dir, "root"), "openshell-driver"}, c.args...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("exit: %v (timeout: %v)", err, ctx.Err())
+			}
+			if !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), c.want)
+			}
+			if _, err := os.Lstat(state); err == nil {
+				t.Error("state directory created")
+			}
+			if ents, _ := os.ReadDir(real); len(ents) != 0 {
+				t.Errorf("left in the socket directory: %v", ents)
+			}
+		})
+	}
+}
