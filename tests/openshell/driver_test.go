@@ -494,6 +494,7 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 
 	// Resources: the memory cgroup of the container's init, from the host.
 	checkMemoryLimit(t, e, "sb1", 64<<20)
+	checkCPUQuota(t, e, "sb1", "50000")
 
 	// skillrun exec into the sandbox; the write lands in the workspace.
 	out, err := e.exec("sb1", "/bin/sh", "-c", "echo persisted > /sandbox/file; cat /proc/1/cmdline | tr '\\0' ' '")
@@ -619,6 +620,44 @@ func checkMemoryLimit(t *testing.T, e *env, id string, want int64) {
 		return
 	}
 	t.Errorf("no memory cgroup file found for pid %d: %s", pid, data)
+}
+
+// checkCPUQuota: cpu_limit 500m is a CFS quota of 50000us per 100000us.
+func checkCPUQuota(t *testing.T, e *env, id, want string) {
+	t.Helper()
+	pid := e.containerPid(id)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "cpu.max")
+			want = want + " 100000"
+		case strings.Contains(","+parts[1]+",", ",cpu,"):
+			file = filepath.Join("/sys/fs/cgroup/cpu,cpuacct", parts[2], "cpu.cfs_quota_us")
+			if _, err := os.Stat(file); err != nil {
+				file = filepath.Join("/sys/fs/cgroup/cpu", parts[2], "cpu.cfs_quota_us")
+			}
+		default:
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s = %s, want %s", file, b, want)
+		}
+		return
+	}
+	t.Errorf("no cpu cgroup file found for pid %d: %s", pid, data)
 }
 
 func TestOpenShellDriverBadRequests(t *testing.T) {
