@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -buildvcs=false
 # Unit tests build the same way (hack/test.sh).
 export GOEXPERIMENT := jsonv2
 
-.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps
+.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto
 
 all: skillrun ## build bin/skillrun (static, seccomp compiled in)
 
@@ -77,6 +77,13 @@ demo: static ## the main job: run the example skills sandboxed (as root: also ro
 
 install: static ## install to /usr/local/bin
 	install -m 0755 $(BIN) /usr/local/bin/skillrun
+
+proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated code is committed)
+	@hack/install-deps.sh proto
+	PATH=$(CURDIR)/bin/tools:$$PATH protoc -I openshell/proto -I /usr/include \
+		--go_out=openshell/computev1 --go_opt=paths=source_relative \
+		--go-grpc_out=openshell/computev1 --go-grpc_opt=paths=source_relative \
+		openshell/proto/compute_driver.proto
 
 clean: ## remove build output
 	rm -rf bin

@@ -4,12 +4,32 @@
 #   hack/install-deps.sh build      # libseccomp-dev for the static seccomp build
 #   hack/install-deps.sh test       # + runc, crun, containerd, podman, bwrap, busybox, ...
 #   hack/install-deps.sh bench      # + hyperfine, gnuplot
+#   hack/install-deps.sh proto      # + protoc, and the Go plugins in bin/tools
 set -euo pipefail
 
 want_build=(libseccomp-dev pkg-config gcc make)
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 nodejs iproute2 procps psmisc util-linux strace)
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+want_proto=(protobuf-compiler)
+
+# protoc's Go plugins, built from the Go module proxy into bin/tools at the
+# protobuf version go.mod pins (Debian's protoc-gen-go is the old v1.3 API).
+# Used by `make proto` only: the generated code is committed.
+PROTOC_GEN_GO_GRPC_VERSION=v1.6.0
+# grpcurl, for the OpenShell driver test that calls the socket from the
+# command line (not packaged in Debian 12); built once into bin/tools.
+GRPCURL_VERSION=v1.9.3
+proto_plugins() {
+	local root tools pbver
+	root=$(cd "$(dirname "$0")/.." && pwd)
+	tools=$root/bin/tools
+	pbver=$(cd "$root" && go list -m -f '{{.Version}}' google.golang.org/protobuf)
+	[ -x "$tools/protoc-gen-go" ] && "$tools/protoc-gen-go" --version 2>/dev/null | grep -q "$pbver" ||
+		GOBIN=$tools go install "google.golang.org/protobuf/cmd/protoc-gen-go@$pbver"
+	[ -x "$tools/protoc-gen-go-grpc" ] && "$tools/protoc-gen-go-grpc" --version 2>/dev/null | grep -q "${PROTOC_GEN_GO_GRPC_VERSION#v}" ||
+		GOBIN=$tools go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
+}
 
 pkgs=("${want_build[@]}")
 case "${1:-build}" in
@@ -17,15 +37,30 @@ build) ;;
 test) pkgs+=("${want_test[@]}") ;;
 bench) pkgs+=("${want_test[@]}" "${want_bench[@]}") ;;
 cross) pkgs+=("${want_cross[@]}") ;;
-all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}") ;;
-*) echo "usage: $0 build|test|bench|cross|all" >&2; exit 2 ;;
+proto) pkgs+=("${want_proto[@]}") ;;
+all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}" "${want_proto[@]}") ;;
+*) echo "usage: $0 build|test|bench|cross|proto|all" >&2; exit 2 ;;
 esac
 
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+go_tools() {
+	case "${1:-build}" in
+	proto) proto_plugins ;;
+	test | bench | all)
+		local tools
+		tools=$(cd "$(dirname "$0")/.." && pwd)/bin/tools
+		[ -x "$tools/grpcurl" ] || GOBIN=$tools go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+		;;
+	esac
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+	go_tools "${1:-build}"
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: missing packages ${missing[*]}; run as root (or: sudo $0 $*)" >&2
@@ -39,3 +74,4 @@ if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+go_tools "${1:-build}"

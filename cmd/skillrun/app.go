@@ -179,6 +179,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			updateCommand(e),
 			skillCommand(e),
 			mcpCommand(e),
+			openshellCommand(e),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		CommandNotFound: func(c *cli.Context, name string) {

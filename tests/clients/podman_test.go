@@ -4,6 +4,7 @@ package clients_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/user"
@@ -435,6 +436,77 @@ func podmanSubtests(t *testing.T, p *podman) {
 		p.assertGone(ctx, id, pid)
 	})
 
+	sub("openshell-supervisor-privileges", func(t *testing.T, p *podman) {
+		// What OpenShell's Podman driver asks for its supervisor container:
+		// user 0, some default capabilities dropped, others added, no
+		// seccomp filter. The runtime must apply exactly what podman wrote
+		// in config.json: compared from the host with /proc/PID/status.
+		name := "osh" + randomSuffix()
+		p.must(ctx, 0, append(p.runArgs("-d", "--name", name, "--user", "0:0",
+			"--cap-drop", "DAC_OVERRIDE,FSETID,KILL,NET_BIND_SERVICE,NET_RAW,SETFCAP,SYS_CHROOT",
+			"--cap-add", "SYS_ADMIN,NET_ADMIN,SYS_PTRACE,SYSLOG,DAC_READ_SEARCH",
+			"--security-opt", "seccomp=unconfined"), "sleep", "1000")...)
+		control := "oshc" + randomSuffix()
+		p.must(ctx, 0, append(p.runArgs("-d", "--name", control), "sleep", "1000")...)
+		defer p.run(ctx, "rm", "-f", "-t", "0", name, control)
+		check := func(name string, wantSeccomp string) {
+			pid, _ := strconv.Atoi(p.inspect(ctx, name, "{{.State.Pid}}"))
+			cfgPath := p.inspect(ctx, name, "{{.OCIConfigPath}}")
+			data, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatalf("podman's config.json: %v", err)
+			}
+			var cfg struct {
+				Process struct {
+					Capabilities struct {
+						Bounding, Effective []string
+					}
+				}
+				Linux struct {
+					Seccomp *json.RawMessage
+				}
+			}
+			if err := json.Unmarshal(data, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			field := func(k string) string {
+				m := regexp.MustCompile(`(?m)^` + k + `:\s*(\S+)`).FindSubmatch(status)
+				if m == nil {
+					return ""
+				}
+				return string(m[1])
+			}
+			for k, caps := range map[string][]string{"CapEff": cfg.Process.Capabilities.Effective, "CapBnd": cfg.Process.Capabilities.Bounding} {
+				if got, want := field(k), capMask(t, caps); got != want {
+					t.Errorf("%s: host %s = %s, config.json %v = %s\n%s", name, k, got, caps, want, p.diag())
+				}
+			}
+			if got := field("Seccomp"); got != wantSeccomp {
+				t.Errorf("%s: host Seccomp mode %s, want %s (config.json seccomp present: %v)", name, got, wantSeccomp, cfg.Linux.Seccomp != nil)
+			}
+			if name == control {
+				return
+			}
+			have := strings.Join(cfg.Process.Capabilities.Effective, ",")
+			for _, c := range []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG", "CAP_DAC_READ_SEARCH"} {
+				if !strings.Contains(have, c) {
+					t.Errorf("podman did not ask for %s: %s", c, have)
+				}
+			}
+			for _, c := range []string{"CAP_DAC_OVERRIDE", "CAP_KILL", "CAP_SYS_CHROOT"} {
+				if strings.Contains(have, c+",") || strings.HasSuffix(have, c) {
+					t.Errorf("podman kept dropped %s: %s", c, have)
+				}
+			}
+		}
+		check(name, "0")
+		check(control, "2")
+	})
+
 	sub("kill", func(t *testing.T, p *podman) {
 		name := "kill" + randomSuffix()
 		r := p.must(ctx, 0, append(p.runArgs("-d", "--name", name), "sleep", "1000")...)
@@ -447,6 +519,32 @@ func podmanSubtests(t *testing.T, p *podman) {
 		p.must(ctx, 0, "rm", name)
 		p.assertGone(ctx, id, pid)
 	})
+}
+
+// capMask is the /proc/PID/status hex mask of a list of CAP_ names.
+func capMask(t *testing.T, caps []string) string {
+	t.Helper()
+	var m uint64
+	for _, c := range caps {
+		n, ok := capNumbers[c]
+		if !ok {
+			t.Fatalf("unknown capability %s", c)
+		}
+		m |= 1 << n
+	}
+	return fmt.Sprintf("%016x", m)
+}
+
+var capNumbers = map[string]uint{
+	"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_DAC_READ_SEARCH": 2, "CAP_FOWNER": 3, "CAP_FSETID": 4,
+	"CAP_KILL": 5, "CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETPCAP": 8, "CAP_LINUX_IMMUTABLE": 9,
+	"CAP_NET_BIND_SERVICE": 10, "CAP_NET_BROADCAST": 11, "CAP_NET_ADMIN": 12, "CAP_NET_RAW": 13,
+	"CAP_IPC_LOCK": 14, "CAP_IPC_OWNER": 15, "CAP_SYS_MODULE": 16, "CAP_SYS_RAWIO": 17, "CAP_SYS_CHROOT": 18,
+	"CAP_SYS_PTRACE": 19, "CAP_SYS_PACCT": 20, "CAP_SYS_ADMIN": 21, "CAP_SYS_BOOT": 22, "CAP_SYS_NICE": 23,
+	"CAP_SYS_RESOURCE": 24, "CAP_SYS_TIME": 25, "CAP_SYS_TTY_CONFIG": 26, "CAP_MKNOD": 27, "CAP_LEASE": 28,
+	"CAP_AUDIT_WRITE": 29, "CAP_AUDIT_CONTROL": 30, "CAP_SETFCAP": 31, "CAP_MAC_OVERRIDE": 32,
+	"CAP_MAC_ADMIN": 33, "CAP_SYSLOG": 34, "CAP_WAKE_ALARM": 35, "CAP_BLOCK_SUSPEND": 36,
+	"CAP_AUDIT_READ": 37, "CAP_PERFMON": 38, "CAP_BPF": 39, "CAP_CHECKPOINT_RESTORE": 40,
 }
 
 func TestPodmanRoot(t *testing.T) {

@@ -1,0 +1,893 @@
+//go:build integration
+
+// Package openshell_test drives `skillrun openshell-driver` the way
+// OpenShell's gateway does: a gRPC client on the driver's Unix socket,
+// every RPC, with a stand-in supervisor binary and an OCI image layout
+// the test builds (the host's static busybox). Verdicts come from the
+// host: container state through the skillrun CLI, files in the state
+// directory, cgroup files.
+package openshell_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/skillrun/skillrun/openshell/computev1"
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+)
+
+var (
+	binary    string
+	repo      string
+	binaryErr error
+)
+
+func TestMain(m *testing.M) {
+	wd, _ := os.Getwd()
+	repo = filepath.Clean(filepath.Join(wd, "..", ".."))
+	binary, binaryErr = hostcheck.SkillrunBinary(repo)
+	if binaryErr == nil && os.Geteuid() == 0 {
+		// Containers whose driver was killed are re-parented to us: reap
+		// them so their exit can be observed.
+		binaryErr = hostcheck.Subreap(binary)
+	}
+	os.Exit(m.Run())
+}
+
+// env is one driver's world: its directories and its process.
+type env struct {
+	t                                  *testing.T
+	dir, root, state, images, sock, sv string
+	cmd                                *exec.Cmd
+	log                                *bytes.Buffer
+	conn                               *grpc.ClientConn
+	c                                  pb.ComputeDriverClient
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if binaryErr != nil {
+		t.Skipf("skillrun binary: %v", binaryErr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (creates containers)")
+	}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Skip("needs /bin/busybox (busybox-static, hack/install-deps.sh test)")
+	}
+}
+
+func newEnv(t *testing.T) *env {
+	needRoot(t)
+	dir, err := os.MkdirTemp("", "openshell-driver-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, dir: dir, root: filepath.Join(dir, "root"), state: filepath.Join(dir, "state"),
+		images: filepath.Join(dir, "images"), sock: filepath.Join(dir, "run", "driver.sock"), sv: filepath.Join(dir, "supervisor")}
+	t.Cleanup(func() {
+		e.stopDriver(syscall.SIGTERM)
+		// Whatever a failed test left: containers, then files.
+		out, _ := exec.Command(binary, "--root", e.root, "list", "-q").Output()
+		for _, id := range strings.Fields(string(out)) {
+			exec.Command(binary, "--root", e.root, "delete", "-f", id).Run()
+		}
+		if os.Getenv("KEEP_TEST_FILES") == "" {
+			os.RemoveAll(dir)
+		}
+	})
+	build := exec.Command("go", "build", "-o", e.sv, "./testdata/supervisor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build stand-in supervisor: %v\n%s", err, out)
+	}
+	if err := writeLayout(e.images, "busybox:test"); err != nil {
+		t.Fatal(err)
+	}
+	e.startDriver()
+	return e
+}
+
+func (e *env) startDriver() {
+	t := e.t
+	e.log = &bytes.Buffer{}
+	e.cmd = exec.Command(binary, "--root", e.root, "openshell-driver", "--socket", e.sock,
+		"--state", e.state, "--images", e.images, "--supervisor-bin", e.sv,
+		"--endpoint", "http://127.0.0.1:9/", "--default-image", "busybox:test")
+	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Lstat(e.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("driver did not listen on %s: %s", e.sock, e.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	conn, err := grpc.NewClient("unix://"+e.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.conn, e.c = conn, pb.NewComputeDriverClient(conn)
+}
+
+func (e *env) stopDriver(sig syscall.Signal) {
+	if e.conn != nil {
+		e.conn.Close()
+		e.conn = nil
+	}
+	if e.cmd == nil {
+		return
+	}
+	e.cmd.Process.Signal(sig)
+	done := make(chan error, 1)
+	go func() { done <- e.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		e.cmd.Process.Kill()
+		<-done
+		e.t.Errorf("driver did not stop on %v", sig)
+	}
+	e.cmd = nil
+}
+
+// writeLayout writes an OCI image layout holding one image, ref, whose
+// single layer is the host's static busybox with an sh link.
+func writeLayout(dir, ref string) error {
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		return err
+	}
+	put := func(data []byte) (string, int64, error) {
+		sum := sha256.Sum256(data)
+		h := hex.EncodeToString(sum[:])
+		return "sha256:" + h, int64(len(data)), os.WriteFile(filepath.Join(blobs, h), data, 0o644)
+	}
+	bb, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		return err
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	for _, d := range []string{"bin/", "tmp/", "etc/", "proc/", "sys/", "dev/", "root/"} {
+		tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755})
+	}
+	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb))})
+	tw.Write(bb)
+	for _, l := range []string{"sh", "cat", "echo", "ls", "sleep", "id", "stat"} {
+		tw.WriteHeader(&tar.Header{Name: "bin/" + l, Typeflag: tar.TypeSymlink, Linkname: "busybox"})
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	ldig, lsize, err := put(layer.Bytes())
+	if err != nil {
+		return err
+	}
+	cfg, _ := json.Marshal(map[string]any{
+		"architecture": goarch(), "os": "linux",
+		"config": map[string]any{"Env": []string{"IMAGE_VAR=from-image"}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{ldig}},
+	})
+	cdig, csize, err := put(cfg)
+	if err != nil {
+		return err
+	}
+	man, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cdig, "size": csize},
+		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": ldig, "size": lsize}},
+	})
+	mdig, msize, err := put(man)
+	if err != nil {
+		return err
+	}
+	idx, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+		"manifests": []any{map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": mdig, "size": msize,
+			"annotations": map[string]string{"org.opencontainers.image.ref.name": ref}}},
+	})
+	if err := os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
+}
+
+func goarch() string {
+	out, _ := exec.Command("go", "env", "GOARCH").Output()
+	return strings.TrimSpace(string(out))
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func sandbox(id string) *pb.DriverSandbox {
+	return &pb.DriverSandbox{
+		Id: id, Name: "name-" + id, Workspace: "ws1",
+		Spec: &pb.DriverSandboxSpec{
+			LogLevel:     "debug",
+			Environment:  map[string]string{"SPEC_VAR": "spec", "BOTH": "spec"},
+			SandboxToken: "token-of-" + id,
+			Command:      []string{"/bin/sh", "-c", "echo main"},
+			Template: &pb.DriverSandboxTemplate{
+				Image:       "busybox:test",
+				Environment: map[string]string{"TMPL_VAR": "tmpl", "BOTH": "tmpl"},
+				Labels:      map[string]string{"team": "a"},
+				Resources:   &pb.DriverResourceRequirements{CpuLimit: "500m", MemoryLimit: "64Mi", MemoryRequest: "32Mi"},
+			},
+		},
+	}
+}
+
+// ready waits until the sandbox's Ready condition is want.
+func (e *env) waitReady(id, reason string) *pb.DriverSandbox {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r, err := e.c.GetSandbox(ctx(e.t), &pb.GetSandboxRequest{SandboxId: id})
+		if err == nil {
+			cond := r.GetSandbox().GetStatus().GetConditions()
+			if len(cond) == 1 && cond[0].GetType() == "Ready" && cond[0].GetReason() == reason {
+				return r.GetSandbox()
+			}
+			if time.Now().After(deadline) {
+				e.t.Fatalf("sandbox %s: conditions %v, want reason %s\n%s", id, cond, reason, e.log)
+			}
+		} else if time.Now().After(deadline) {
+			e.t.Fatalf("sandbox %s: %v", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// containerStatus is the container's status as `skillrun state` reports
+// it, "" when it does not exist.
+func (e *env) containerStatus(id string) string {
+	out, err := exec.Command(binary, "--root", e.root, "state", "openshell-"+id).Output()
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		Status string `json:"status"`
+		Pid    int    `json:"pid"`
+	}
+	json.Unmarshal(out, &st)
+	return st.Status
+}
+
+func (e *env) containerPid(id string) int {
+	out, err := exec.Command(binary, "--root", e.root, "state", "openshell-"+id).Output()
+	if err != nil {
+		e.t.Fatalf("state of %s: %v", id, err)
+	}
+	var st struct{ Pid int }
+	json.Unmarshal(out, &st)
+	return st.Pid
+}
+
+func (e *env) exec(id string, args ...string) (string, error) {
+	out, err := exec.Command(binary, append([]string{"--root", e.root, "exec", "openshell-" + id}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func code(t *testing.T, err error, want codes.Code, what string) {
+	t.Helper()
+	if status.Code(err) != want {
+		t.Fatalf("%s: %v, want %v", what, err, want)
+	}
+}
+
+// watcher collects a WatchSandboxes stream.
+type watcher struct {
+	mu     sync.Mutex
+	events []*pb.WatchSandboxesEvent
+}
+
+func (e *env) watch() *watcher {
+	w := &watcher{}
+	c, cancel := context.WithCancel(context.Background())
+	e.t.Cleanup(cancel)
+	stream, err := e.c.WatchSandboxes(c, &pb.WatchSandboxesRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	go func() {
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			w.events = append(w.events, ev)
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// reasons lists, in order, the Ready reasons seen for id ("deleted" for
+// its deletion event), without repeats.
+func (w *watcher) reasons(id string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, ev := range w.events {
+		r := ""
+		if s := ev.GetSandbox().GetSandbox(); s.GetId() == id {
+			r = s.GetStatus().GetConditions()[0].GetReason()
+		} else if ev.GetDeleted().GetSandboxId() == id {
+			r = "deleted"
+		}
+		if r != "" && (len(out) == 0 || out[len(out)-1] != r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (w *watcher) waitFor(t *testing.T, id, reason string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range w.reasons(id) {
+			if r == reason {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("watch: no %s for %s; saw %v", reason, id, w.reasons(id))
+}
+
+type supervisorRecord struct {
+	Args         []string `json:"args"`
+	Env          []string `json:"env"`
+	TokenMode    string   `json:"token_mode"`
+	Token        string   `json:"token"`
+	SelfWriteErr string   `json:"self_write_err"`
+}
+
+func (e *env) supervisorRecord(id string) supervisorRecord {
+	e.t.Helper()
+	data, err := os.ReadFile(filepath.Join(e.state, "sandboxes", id, "workspace", "supervisor.json"))
+	if err != nil {
+		e.t.Fatalf("the supervisor left no record in the workspace: %v", err)
+	}
+	var r supervisorRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+func TestOpenShellDriverLifecycle(t *testing.T) {
+	e := newEnv(t)
+	w := e.watch()
+
+	caps, err := e.c.GetCapabilities(ctx(t), &pb.GetCapabilitiesRequest{})
+	if err != nil || caps.GetDriverName() != "skillrun" || caps.GetDefaultImage() != "busybox:test" {
+		t.Fatalf("GetCapabilities: %v %v", caps, err)
+	}
+	if r, err := e.c.GetGatewayListenerRequirements(ctx(t), &pb.GetGatewayListenerRequirementsRequest{}); err != nil || len(r.GetRequirements()) != 0 {
+		t.Fatalf("GetGatewayListenerRequirements: %v %v", r, err)
+	}
+	if _, err := e.c.EnsureWorkspace(ctx(t), &pb.EnsureWorkspaceRequest{Workspace: "ws1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.EnsureWorkspace(ctx(t), &pb.EnsureWorkspaceRequest{Workspace: "ws1"}); err != nil {
+		t.Fatalf("EnsureWorkspace is not idempotent: %v", err)
+	}
+	if _, err := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: sandbox("sb1")}); err != nil {
+		t.Fatalf("ValidateSandboxCreate of a good sandbox: %v", err)
+	}
+
+	// Create -> Ready.
+	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox("sb1")}); err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, e.log)
+	}
+	sb := e.waitReady("sb1", "BackendReady")
+	if c := sb.GetStatus().GetConditions()[0]; c.GetStatus() != "True" || sb.GetStatus().GetInstanceId() != "openshell-sb1" || sb.GetStatus().GetSandboxName() != "name-sb1" {
+		t.Errorf("status %v", sb.GetStatus())
+	}
+	if sb.GetSpec().GetSandboxToken() != "" {
+		t.Error("GetSandbox echoes the sandbox token")
+	}
+	if st := e.containerStatus("sb1"); st != "running" {
+		t.Fatalf("container status %q, want running", st)
+	}
+	code(t, func() error {
+		_, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox("sb1")})
+		return err
+	}(), codes.AlreadyExists, "second CreateSandbox")
+
+	// What the supervisor got, as it recorded it in the workspace (a host
+	// directory we read directly).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(e.state, "sandboxes", "sb1", "workspace", "supervisor.json")); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rec := e.supervisorRecord("sb1")
+	if strings.Join(rec.Args, " ") != "/opt/openshell/bin/openshell-sandbox --workdir /sandbox" {
+		t.Errorf("supervisor args %q", rec.Args)
+	}
+	envm := map[string]string{}
+	for _, kv := range rec.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		envm[k] = v
+	}
+	for k, want := range map[string]string{
+		"OPENSHELL_ENDPOINT":           "http://127.0.0.1:9/",
+		"OPENSHELL_SANDBOX_ID":         "sb1",
+		"OPENSHELL_SANDBOX":            "name-sb1",
+		"OPENSHELL_LOG_LEVEL":          "debug",
+		"OPENSHELL_SANDBOX_TOKEN_FILE": "/etc/openshell/auth/sandbox.jwt",
+		"OPENSHELL_MAIN_PROCESS_SPEC":  `{"version":1,"command":["/bin/sh","-c","echo main"],"tty":false}`,
+		"OPENSHELL_USER_ENVIRONMENT":   `{"BOTH":"spec","SPEC_VAR":"spec","TMPL_VAR":"tmpl"}`,
+		"SPEC_VAR":                     "spec", "TMPL_VAR": "tmpl", "BOTH": "spec", "IMAGE_VAR": "from-image",
+		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	} {
+		if envm[k] != want {
+			t.Errorf("supervisor env %s=%q, want %q", k, envm[k], want)
+		}
+	}
+	if rec.Token != "token-of-sb1" || rec.TokenMode != "400" {
+		t.Errorf("token file: %q mode %s", rec.Token, rec.TokenMode)
+	}
+	if !strings.Contains(rec.SelfWriteErr, "read-only file system") {
+		t.Errorf("the supervisor binary is writable in the sandbox: %s", rec.SelfWriteErr)
+	}
+	// From the host: the supervisor's mount in the container is read-only.
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", e.containerPid("sb1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(mi), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 5 && f[4] == "/opt/openshell/bin/openshell-sandbox" {
+			found = true
+			if !strings.Contains(","+f[5]+",", ",ro,") {
+				t.Errorf("supervisor mount is not read-only: %s", line)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no supervisor mount in the sandbox's mountinfo")
+	}
+	// The token on the host: 0400, in a 0700 directory.
+	fi, err := os.Stat(filepath.Join(e.state, "sandboxes", "sb1", "auth", "sandbox.jwt"))
+	if err != nil || fi.Mode().Perm() != 0o400 {
+		t.Errorf("host token file: %v %v", fi, err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(e.state, "sandboxes", "sb1", "sandbox.json")); bytes.Contains(data, []byte("token-of-sb1")) {
+		t.Error("the sandbox record on disk holds the token")
+	}
+
+	// Resources: the memory cgroup of the container's init, from the host.
+	checkMemoryLimit(t, e, "sb1", 64<<20)
+	checkCPUQuota(t, e, "sb1", "50000")
+
+	// skillrun exec into the sandbox; the write lands in the workspace.
+	out, err := e.exec("sb1", "/bin/sh", "-c", "echo persisted > /sandbox/file; cat /proc/1/cmdline | tr '\\0' ' '")
+	if err != nil || !strings.Contains(out, "/opt/openshell/bin/openshell-sandbox --workdir /sandbox") {
+		t.Fatalf("skillrun exec: %v %q", err, out)
+	}
+
+	// Stop: container gone, workspace kept; idempotent.
+	for i := 0; i < 2; i++ {
+		if _, err := e.c.StopSandbox(ctx(t), &pb.StopSandboxRequest{SandboxId: "sb1"}); err != nil {
+			t.Fatalf("StopSandbox #%d: %v", i+1, err)
+		}
+	}
+	e.waitReady("sb1", "ContainerExited")
+	if st := e.containerStatus("sb1"); st != "" {
+		t.Errorf("container still exists after StopSandbox: %s", st)
+	}
+	if data, err := os.ReadFile(filepath.Join(e.state, "sandboxes", "sb1", "workspace", "file")); err != nil || string(data) != "persisted\n" {
+		t.Errorf("workspace after stop: %q %v", data, err)
+	}
+
+	// Start (by name) re-creates it from the bundle; idempotent.
+	for i := 0; i < 2; i++ {
+		if _, err := e.c.StartSandbox(ctx(t), &pb.StartSandboxRequest{SandboxName: "name-sb1"}); err != nil {
+			t.Fatalf("StartSandbox #%d: %v\n%s", i+1, err, e.log)
+		}
+	}
+	e.waitReady("sb1", "BackendReady")
+	if out, err := e.exec("sb1", "cat", "/sandbox/file"); err != nil || out != "persisted\n" {
+		t.Errorf("workspace after start: %q %v", out, err)
+	}
+
+	// The container's main process exits on its own: the watch sees it.
+	if err := exec.Command(binary, "--root", e.root, "kill", "openshell-sb1", "TERM").Run(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFor(t, "sb1", "ContainerExited")
+	e.waitReady("sb1", "ContainerExited")
+	if _, err := e.c.StartSandbox(ctx(t), &pb.StartSandboxRequest{SandboxId: "sb1"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady("sb1", "BackendReady")
+
+	l, err := e.c.ListSandboxes(ctx(t), &pb.ListSandboxesRequest{})
+	if err != nil || len(l.GetSandboxes()) != 1 || l.GetSandboxes()[0].GetId() != "sb1" {
+		t.Fatalf("ListSandboxes: %v %v", l, err)
+	}
+	code(t, func() error {
+		_, err := e.c.DeleteWorkspace(ctx(t), &pb.DeleteWorkspaceRequest{Workspace: "ws1"})
+		return err
+	}(), codes.FailedPrecondition, "DeleteWorkspace with a sandbox in it")
+
+	// Delete, twice.
+	d, err := e.c.DeleteSandbox(ctx(t), &pb.DeleteSandboxRequest{SandboxId: "sb1"})
+	if err != nil || !d.GetDeleted() {
+		t.Fatalf("DeleteSandbox: %v %v", d, err)
+	}
+	d, err = e.c.DeleteSandbox(ctx(t), &pb.DeleteSandboxRequest{SandboxId: "sb1"})
+	if err != nil || d.GetDeleted() {
+		t.Fatalf("second DeleteSandbox: %v %v", d, err)
+	}
+	if st := e.containerStatus("sb1"); st != "" {
+		t.Errorf("container exists after DeleteSandbox: %s", st)
+	}
+	if _, err := os.Lstat(filepath.Join(e.state, "sandboxes", "sb1")); err == nil {
+		t.Error("sandbox directory left after DeleteSandbox")
+	}
+	code(t, func() error { _, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxId: "sb1"}); return err }(), codes.NotFound, "GetSandbox after delete")
+	code(t, func() error { _, err := e.c.StopSandbox(ctx(t), &pb.StopSandboxRequest{SandboxId: "sb1"}); return err }(), codes.NotFound, "StopSandbox after delete")
+	code(t, func() error {
+		_, err := e.c.StartSandbox(ctx(t), &pb.StartSandboxRequest{SandboxId: "sb1"})
+		return err
+	}(), codes.NotFound, "StartSandbox after delete")
+	if _, err := e.c.DeleteWorkspace(ctx(t), &pb.DeleteWorkspaceRequest{Workspace: "ws1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.state, "workspaces", "ws1")); err == nil {
+		t.Error("workspace directory left after DeleteWorkspace")
+	}
+
+	// The watch stream saw every transition, and the deletion.
+	w.waitFor(t, "sb1", "deleted")
+	got := strings.Join(w.reasons("sb1"), " ")
+	for _, want := range []string{"BackendReady ContainerExited BackendReady ContainerExited BackendReady", "deleted"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("watch reasons for sb1: %s; want %q in it", got, want)
+		}
+	}
+	t.Logf("watch reasons for sb1: %s", got)
+}
+
+func checkMemoryLimit(t *testing.T, e *env, id string, want int64) {
+	t.Helper()
+	pid := e.containerPid(id)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.max")
+			if _, err := os.Stat(file); err != nil {
+				file = filepath.Join("/sys/fs/cgroup/unified", parts[2], "memory.max")
+			}
+		case strings.Contains(","+parts[1]+",", ",memory,"):
+			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
+		default:
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(b)) != fmt.Sprint(want) {
+			t.Errorf("%s = %s, want %d", file, b, want)
+		}
+		return
+	}
+	t.Errorf("no memory cgroup file found for pid %d: %s", pid, data)
+}
+
+// checkCPUQuota: cpu_limit 500m is a CFS quota of 50000us per 100000us.
+func checkCPUQuota(t *testing.T, e *env, id, want string) {
+	t.Helper()
+	pid := e.containerPid(id)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var file string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "cpu.max")
+			want = want + " 100000"
+		case strings.Contains(","+parts[1]+",", ",cpu,"):
+			file = filepath.Join("/sys/fs/cgroup/cpu,cpuacct", parts[2], "cpu.cfs_quota_us")
+			if _, err := os.Stat(file); err != nil {
+				file = filepath.Join("/sys/fs/cgroup/cpu", parts[2], "cpu.cfs_quota_us")
+			}
+		default:
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s = %s, want %s", file, b, want)
+		}
+		return
+	}
+	t.Errorf("no cpu cgroup file found for pid %d: %s", pid, data)
+}
+
+func TestOpenShellDriverBadRequests(t *testing.T) {
+	e := newEnv(t)
+	mod := func(f func(*pb.DriverSandbox)) *pb.DriverSandbox { s := sandbox("bad"); f(s); return s }
+	cases := map[string]struct {
+		sb    *pb.DriverSandbox
+		field string
+	}{
+		"no sandbox":    {nil, "sandbox:"},
+		"no id":         {mod(func(s *pb.DriverSandbox) { s.Id = "" }), "sandbox.id"},
+		"path in id":    {mod(func(s *pb.DriverSandbox) { s.Id = "../../etc" }), "sandbox.id"},
+		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), "sandbox.name"},
+		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), "sandbox.spec.template.image"},
+		"bad cpu limit": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "lots" }), "sandbox.spec.template.resources.cpu_limit"},
+		"bad memory":    {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "-1Gi" }), "sandbox.spec.template.resources.memory_limit"},
+		"gpu": {mod(func(s *pb.DriverSandbox) {
+			s.Spec.ResourceRequirements = &pb.ResourceRequirements{Gpu: &pb.GpuResourceRequirements{}}
+		}), "sandbox.spec.resource_requirements.gpu"},
+		"env with =":     {mod(func(s *pb.DriverSandbox) { s.Spec.Environment["A=B"] = "x" }), "sandbox.spec.environment"},
+		"empty command0": {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{""} }), "sandbox.spec.command[0]"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, verr := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: c.sb})
+			_, cerr := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: c.sb})
+			for what, err := range map[string]error{"ValidateSandboxCreate": verr, "CreateSandbox": cerr} {
+				if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.field) {
+					t.Errorf("%s: %v; want InvalidArgument naming %s", what, err, c.field)
+				}
+			}
+		})
+	}
+	// Nothing left behind.
+	if ents, _ := os.ReadDir(filepath.Join(e.state, "sandboxes")); len(ents) != 0 {
+		t.Errorf("state left by refused creates: %v", ents)
+	}
+	if out, _ := exec.Command(binary, "--root", e.root, "list", "-q").Output(); len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("containers left by refused creates: %s", out)
+	}
+	for name, err := range map[string]error{
+		"GetSandbox without id or name": func() error { _, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{}); return err }(),
+		"DeleteSandbox without id":      func() error { _, err := e.c.DeleteSandbox(ctx(t), &pb.DeleteSandboxRequest{}); return err }(),
+		"bad workspace name": func() error {
+			_, err := e.c.EnsureWorkspace(ctx(t), &pb.EnsureWorkspaceRequest{Workspace: "../x"})
+			return err
+		}(),
+	} {
+		code(t, err, codes.InvalidArgument, name)
+	}
+	code(t, func() error { _, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxId: "nosuch"}); return err }(), codes.NotFound, "GetSandbox of an unknown ID")
+	code(t, func() error {
+		_, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxName: "nosuch"})
+		return err
+	}(), codes.NotFound, "GetSandbox of an unknown name")
+}
+
+// TestOpenShellDriverConcurrentAndRestart creates sandboxes concurrently
+// (some with the same ID), restarts the driver (SIGTERM, then SIGKILL)
+// and checks that the new driver serves the same sandboxes.
+func TestOpenShellDriverConcurrentAndRestart(t *testing.T) {
+	e := newEnv(t)
+	ids := []string{"c1", "c2", "c3", "c1", "c2"}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox(id)})
+		}()
+	}
+	wg.Wait()
+	ok := map[string]int{}
+	for i, err := range errs {
+		switch status.Code(err) {
+		case codes.OK:
+			ok[ids[i]]++
+		case codes.AlreadyExists:
+		default:
+			t.Fatalf("create %s: %v\n%s", ids[i], err, e.log)
+		}
+	}
+	for _, id := range []string{"c1", "c2", "c3"} {
+		if ok[id] != 1 {
+			t.Errorf("%s created %d times", id, ok[id])
+		}
+		e.waitReady(id, "BackendReady")
+	}
+	if _, err := e.c.StopSandbox(ctx(t), &pb.StopSandboxRequest{SandboxId: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		e.stopDriver(sig)
+		// The containers outlive their driver.
+		if st := e.containerStatus("c1"); st != "running" {
+			t.Fatalf("after driver %v: c1 is %q", sig, st)
+		}
+		e.startDriver()
+		e.waitReady("c1", "BackendReady")
+		e.waitReady("c3", "BackendReady")
+		e.waitReady("c2", "ContainerExited")
+		l, err := e.c.ListSandboxes(ctx(t), &pb.ListSandboxesRequest{})
+		if err != nil || len(l.GetSandboxes()) != 3 {
+			t.Fatalf("after driver %v: ListSandboxes %v %v", sig, l, err)
+		}
+	}
+	// The restarted driver starts and deletes what the first one created.
+	if _, err := e.c.StartSandbox(ctx(t), &pb.StartSandboxRequest{SandboxId: "c2"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady("c2", "BackendReady")
+	if out, err := e.exec("c2", "echo", "hi"); err != nil || out != "hi\n" {
+		t.Fatalf("exec in c2: %q %v", out, err)
+	}
+	for _, id := range []string{"c1", "c2", "c3"} {
+		if d, err := e.c.DeleteSandbox(ctx(t), &pb.DeleteSandboxRequest{SandboxId: id}); err != nil || !d.GetDeleted() {
+			t.Fatalf("delete %s: %v %v", id, d, err)
+		}
+	}
+	if out, _ := exec.Command(binary, "--root", e.root, "list", "-q").Output(); len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("containers left: %s", out)
+	}
+}
+
+// TestOpenShellDriverReconcile: a sandbox directory whose create never
+// finished and a container named like a sandbox without one are cleaned
+// up when the driver starts.
+func TestOpenShellDriverReconcile(t *testing.T) {
+	e := newEnv(t)
+	e.stopDriver(syscall.SIGTERM)
+	half := filepath.Join(e.state, "sandboxes", "half")
+	if err := os.MkdirAll(filepath.Join(half, "bundle"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.startDriver()
+	if _, err := os.Lstat(half); err == nil {
+		t.Errorf("half-created sandbox directory kept: %s", e.log)
+	}
+	_, err := e.c.ListSandboxes(ctx(t), &pb.ListSandboxesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpenShellDriverGrpcurl calls the socket with grpcurl and the
+// project's .proto, as an operator would (and as a second, independent
+// client implementation).
+func TestOpenShellDriverGrpcurl(t *testing.T) {
+	needRoot(t)
+	gc := os.Getenv("GRPCURL")
+	if gc == "" {
+		gc = filepath.Join(repo, "bin", "tools", "grpcurl")
+	}
+	if _, err := os.Stat(gc); err != nil {
+		t.Skipf("needs grpcurl (hack/install-deps.sh test builds bin/tools/grpcurl; or set GRPCURL): %v", err)
+	}
+	e := newEnv(t)
+	call := func(method, data string) (string, error) {
+		args := []string{"-plaintext", "-import-path", filepath.Join(repo, "openshell", "proto"), "-import-path", "/usr/include",
+			"-proto", "compute_driver.proto"}
+		if data != "" {
+			args = append(args, "-d", data)
+		}
+		args = append(args, "unix://"+e.sock, "openshell.compute.v1.ComputeDriver/"+method)
+		out, err := exec.Command(gc, args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := call("GetCapabilities", ""); err != nil || !strings.Contains(out, `"driverName": "skillrun"`) {
+		t.Fatalf("GetCapabilities: %v\n%s", err, out)
+	}
+	if out, err := call("ValidateSandboxCreate", `{"sandbox":{"id":"../x","name":"n"}}`); err == nil || !strings.Contains(out, "InvalidArgument") || !strings.Contains(out, "sandbox.id") {
+		t.Fatalf("ValidateSandboxCreate of a bad id: %v\n%s", err, out)
+	}
+	if out, err := call("CreateSandbox", `{"sandbox":{"id":"g1","name":"g1","spec":{"template":{"image":"busybox:test"}}}}`); err != nil {
+		t.Fatalf("CreateSandbox: %v\n%s", err, out)
+	}
+	e.waitReady("g1", "BackendReady")
+	if out, err := call("GetSandbox", `{"sandbox_id":"g1"}`); err != nil || !strings.Contains(out, `"reason": "BackendReady"`) {
+		t.Fatalf("GetSandbox: %v\n%s", err, out)
+	}
+	if out, err := call("DeleteSandbox", `{"sandbox_id":"g1"}`); err != nil || !strings.Contains(out, `"deleted": true`) {
+		t.Fatalf("DeleteSandbox: %v\n%s", err, out)
+	}
+	if out, err := call("GetSandbox", `{"sandbox_id":"g1"}`); err == nil || !strings.Contains(out, "NotFound") {
+		t.Fatalf("GetSandbox after delete: %v\n%s", err, out)
+	}
+}
+
+// TestOpenShellDriverRefuses: bad command lines fail at once with one
+// clear line, a non-zero status, and leave no socket or state behind.
+func TestOpenShellDriverRefuses(t *testing.T) {
+	if binaryErr != nil {
+		t.Skipf("skillrun binary: %v", binaryErr)
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	os.Mkdir(real, 0o700)
+	os.Symlink(real, filepath.Join(dir, "link"))
+	state := filepath.Join(dir, "state")
+	cases := map[string]struct {
+		args []string
+		want string
+	}{
+		"no socket":              {[]string{"--state", state}, "Required flag"},
+		"symlinked socket dir":   {[]string{"--socket", filepath.Join(dir, "link", "s.sock"), "--state", state}, "not a symlink"},
+		"missing supervisor bin": {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "--supervisor-bin", filepath.Join(dir, "nosuch")}, "supervisor binary"},
+		"extra argument":         {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "extra"}, "argument"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, append([]string{"--root", filepath.Join(dir, "root"), "openshell-driver"}, c.args...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("exit: %v (timeout: %v)", err, ctx.Err())
+			}
+			if !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("stderr %q does not say %q", stderr.String(), c.want)
+			}
+			if _, err := os.Lstat(state); err == nil {
+				t.Error("state directory created")
+			}
+			if ents, _ := os.ReadDir(real); len(ents) != 0 {
+				t.Errorf("left in the socket directory: %v", ents)
+			}
+		})
+	}
+}
