@@ -56,7 +56,11 @@ func TestHostileIDs(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				for _, args := range idVerbs(bundle, c.id) {
 					res := m.run(t, opts{stdin: strings.NewReader("")}, args...)
-					wantError(t, res, 1, c.want)
+					code := 1
+					if args[0] == "exec" {
+						code = 255 // runc: every exec failure
+					}
+					wantError(t, res, code, c.want)
 				}
 				for _, escape := range []string{filepath.Join(m.dir, "escape"), "/tmp/escape", filepath.Join(m.root, "a")} {
 					if _, err := os.Lstat(escape); err == nil {
@@ -125,18 +129,19 @@ func TestHostileLifecycle(t *testing.T) {
 		m.waitStatus(t, id, "running")
 		wantError(t, m.run(t, opts{}, "start", id), 1, "running")
 		wantError(t, m.run(t, opts{}, "delete", id), 1, "running")
-		for _, sig := range []string{"FOO", "SIGFOO", "999", "65", "-1", "0", "KILL ", "SIG", "1e3", "0x9", strings.Repeat("K", 4096)} {
+		// 0 is a valid signal (the init exists), as for runc and kill(2).
+		for _, sig := range []string{"FOO", "SIGFOO", "999", "65", "-1", "KILL ", "SIG", "1e3", "0x9", strings.Repeat("K", 4096)} {
 			wantError(t, m.run(t, opts{}, "kill", id, sig), 1, "signal")
 			wantError(t, m.run(t, opts{}, "kill", "--all", id, sig), 1, "signal")
 		}
 		proc := filepath.Join(m.dir, "process.json")
 		m.writeFile(t, proc, []byte(`{"args":["sh\u0000-c","true"],"cwd":"/","env":["A=\u0000"]}`))
 		res := m.run(t, opts{}, "exec", "--process", proc, id)
-		wantError(t, res, 1)
+		wantError(t, res, 255)
 		m.writeFile(t, proc, []byte(`{"args":["true"],"cwd":"/\u0000"}`))
-		wantError(t, m.run(t, opts{}, "exec", "--process", proc, id), 1)
+		wantError(t, m.run(t, opts{}, "exec", "--process", proc, id), 255)
 		m.writeFile(t, proc, []byte(`{"args":`+strings.Repeat("[", 100000)))
-		wantError(t, m.run(t, opts{}, "exec", "--process", proc, id), 1, "process")
+		wantError(t, m.run(t, opts{}, "exec", "--process", proc, id), 255, "process")
 		if st := m.state(t, id); st["status"] != "running" || st["pid"] != pid {
 			t.Fatalf("hostile calls disturbed the container: %v (pid was %v)", st, pid)
 		}
