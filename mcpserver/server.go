@@ -166,16 +166,9 @@ func stamp(dir string) string {
 // unless it may write a workspace, open-world when it declares network
 // hosts. `skillrun skill inspect --format mcp` prints the same.
 func Tool(sk *spec.Skill) (*mcp.Tool, error) {
-	var schema map[string]any
-	if err := json.Unmarshal(sk.Input.Schema, &schema); err != nil {
-		return nil, fmt.Errorf("input schema of %q: %w", sk.Name, err)
-	}
-	// "$schema" and "$id" are rejected or ignored by clients' tool APIs;
-	// the schema must describe an object.
-	delete(schema, "$schema")
-	delete(schema, "$id")
-	if _, ok := schema["type"]; !ok {
-		schema["type"] = "object"
+	schema, err := sk.ToolSchema()
+	if err != nil {
+		return nil, err
 	}
 	if schema["type"] != "object" {
 		return nil, fmt.Errorf("input schema of %q: type %v, an MCP tool's input must be an object", sk.Name, schema["type"])

@@ -85,16 +85,9 @@ func skillInspectCommand(e *env) *cli.Command {
 
 // toolDefinition renders a skill in one vendor's tool shape.
 func toolDefinition(sk *spec.Skill, format string) (any, error) {
-	var schema map[string]any
-	if err := json.Unmarshal(sk.Input.Schema, &schema); err != nil {
-		return nil, fmt.Errorf("input schema of %q: %w", sk.Name, err)
-	}
-	// "$schema" and "$id" are rejected or ignored by the vendors' tool
-	// APIs; the schema must describe an object.
-	delete(schema, "$schema")
-	delete(schema, "$id")
-	if _, ok := schema["type"]; !ok {
-		schema["type"] = "object"
+	schema, err := sk.ToolSchema()
+	if err != nil {
+		return nil, err
 	}
 	switch format {
 	case "openai":
