@@ -28,8 +28,13 @@ func TestCLIFlagsAfterID(t *testing.T) {
 		t.Errorf("update ID --pids-limit 66: pids.max %s", got)
 	}
 	r.ok("update", c.id, "--cpu-period", "900000")
-	if got := c.cgroupFile("cpu", "cpu.cfs_period_us"); got != "900000" {
-		t.Errorf("update ID --cpu-period 900000: cpu.cfs_period_us %s", got)
+	// cgroup v1: cpu.cfs_period_us; v2: the second field of cpu.max.
+	if _, v1 := c.cgroups["cpu"]; v1 {
+		if got := c.cgroupFile("cpu", "cpu.cfs_period_us"); got != "900000" {
+			t.Errorf("update ID --cpu-period 900000: cpu.cfs_period_us %s", got)
+		}
+	} else if f := strings.Fields(c.cgroupFile("unified", "cpu.max")); len(f) != 2 || f[1] != "900000" {
+		t.Errorf("update ID --cpu-period 900000: cpu.max %v", f)
 	}
 	if res := r.ok("state", c.id, "--help"); !strings.Contains(res.stdout+res.stderr, "state") {
 		t.Errorf("state ID --help printed no help\n%s", res)
@@ -125,7 +130,8 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	c := r.start(b)
 	pidsDir, ok := c.cgroups["pids"]
 	if !ok {
-		t.Fatalf("container has no pids cgroup: %v", c.cgroups)
+		// The v1 CONTROLLER:PATH forms need per-controller hierarchies.
+		t.Skipf("skipped: no cgroup v1 pids hierarchy on this host (cgroups %v); the v2 form is the same path in one hierarchy", c.cgroups)
 	}
 	memDir := c.cgroups["memory"]
 	// "sub" in every hierarchy the container has, "only" in pids alone.
