@@ -24,6 +24,12 @@ func init() {
 		err := linux.HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	case egress.HelperArg:
+		if err := egress.HelperMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case egress.HookArg:
 		if err := egress.HookMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)

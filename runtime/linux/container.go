@@ -112,7 +112,18 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	for _, w := range relaxConfig(config) {
 		r.warn(w)
 	}
-	if err := addEgressHook(config, spec, o.EgressSocket); err != nil {
+	egressSock := o.EgressSocket
+	if egressSock == "" {
+		// A plain bundle asking for the allowlist: a detached helper
+		// serves it.
+		sock, done, err := startEgressHelper(spec)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { done(retErr == nil) }()
+		egressSock = sock
+	}
+	if err := addEgressHook(config, spec, egressSock); err != nil {
 		return nil, err
 	}
 	hooks := takeHooks(config)

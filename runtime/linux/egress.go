@@ -5,10 +5,15 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/runtime"
@@ -48,4 +53,84 @@ func addEgressHook(config *configs.Config, spec *specs.Spec, sock string) error 
 	}
 	config.Hooks[configs.CreateContainer] = append(configs.HookList{hook}, config.Hooks[configs.CreateContainer]...)
 	return nil
+}
+
+// startEgressHelper starts, when spec asks for an allowlist through its
+// annotations and no caller serves it (plain OCI bundles: run, create and
+// start by hand or by containerd and podman), a detached egress server
+// (egress.HelperArg): it inherits the handoff listener, receives the
+// sandbox's sockets from the hook during create and serves them until the
+// container's init exits. It returns the handoff socket for the hook, and
+// done, to call once create is over: done(false) (create failed) kills the
+// helper and removes its socket; done(true) leaves it to live on its own.
+func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err error) {
+	allow := spec.Annotations[runtime.AnnotationNetworkAllow]
+	if allow == "" {
+		return "", func(bool) {}, nil
+	}
+	resolve := spec.Annotations[runtime.AnnotationNetworkResolve]
+	// Refuse a bad allowlist before anything starts.
+	if _, err := egress.PolicyFromAnnotations(allow, resolve); err != nil {
+		return "", nil, fmt.Errorf("annotation %s: %w", runtime.AnnotationNetworkAllow, err)
+	}
+	uid, gid := -1, -1
+	if os.Geteuid() == 0 && spec.Linux != nil {
+		// The hook runs as the container's root: with a user namespace,
+		// the host IDs it maps to.
+		for _, m := range spec.Linux.UIDMappings {
+			if m.ContainerID == 0 {
+				uid = int(m.HostID)
+			}
+		}
+		for _, m := range spec.Linux.GIDMappings {
+			if m.ContainerID == 0 {
+				gid = int(m.HostID)
+			}
+		}
+	}
+	path, file, cleanup, err := egress.ListenPrivate(uid, gid)
+	if err != nil {
+		return "", nil, err
+	}
+	defer file.Close()
+	// Descriptors this process inherited without close-on-exec must not
+	// live on in the helper: a pipe held open there would keep a caller
+	// (containerd's shim) waiting for EOF. Those create passes to the
+	// container (--preserve-fds) still reach it: exec dups them into
+	// place whatever their flag here.
+	closeOnExecFrom(3)
+	cmd := exec.Command("/proc/self/exe", egress.HelperArg, allow, resolve)
+	cmd.ExtraFiles = []*os.File{file}
+	// Its own session: signals to the caller's process group (a ^C of
+	// `run`) do not reach it; it ends with the container's init.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("egress helper: %w", err)
+	}
+	done = func(ok bool) {
+		if ok {
+			// Nobody here waits for it: whoever inherits it reaps it
+			// (init, or containerd's shim as a subreaper).
+			_ = cmd.Process.Release()
+			return
+		}
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		cleanup()
+	}
+	return path, done, nil
+}
+
+// closeOnExecFrom marks every open descriptor from fd up close-on-exec.
+func closeOnExecFrom(fd int) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			unix.CloseOnExec(n)
+		}
+	}
 }

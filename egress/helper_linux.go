@@ -1,0 +1,120 @@
+//go:build linux
+
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE`, the
+// detached egress server the Linux back end starts for a container whose
+// spec asks for an allowlist through annotations (plain OCI bundles, as
+// containerd or podman create them) when no caller serves it: it inherits
+// the handoff listener as descriptor 3, receives the sandbox's sockets from
+// the hook and serves them until the container's init exits.
+const HelperArg = "__skillrun-egress-helper"
+
+// helperAcceptTimeout bounds the wait for the hook: the container's
+// create must reach its createContainer hooks by then.
+const helperAcceptTimeout = 2 * time.Minute
+
+// HelperMain is the helper's whole life. It returns when the container's
+// init has exited (or, without a pidfd of it, on SIGTERM), or on error;
+// the caller exits. The listener's folder (a private temporary folder made
+// for it) is removed once the hook has connected or the wait ends.
+func HelperMain(args []string) error {
+	if len(args) != 2 {
+		return errors.New("egress helper: want ALLOW RESOLVE")
+	}
+	pol, err := PolicyFromAnnotations(args[0], args[1])
+	if err != nil {
+		return fmt.Errorf("egress helper: %w", err)
+	}
+	f := os.NewFile(3, "handoff")
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("egress helper: handoff listener: %w", err)
+	}
+	ul, ok := ln.(*net.UnixListener)
+	if !ok {
+		ln.Close()
+		return errors.New("egress helper: descriptor 3 is not a unix listener")
+	}
+	path := ul.Addr().String()
+	ul.SetUnlinkOnClose(true)
+	h := &Handoff{l: ul, path: path}
+	defer os.Remove(filepath.Dir(path))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	actx, cancel := context.WithTimeout(ctx, helperAcceptTimeout)
+	socks, err := h.Accept(actx, pol.Ports())
+	cancel()
+	os.Remove(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	sctx, cancelServe := context.WithCancel(ctx)
+	defer cancelServe()
+	if socks.Init != nil {
+		// The pidfd becomes readable when the init exits.
+		pidfd := int(socks.Init.Fd())
+		go func() {
+			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+			for {
+				_, err := unix.Poll(fds, -1)
+				if err == unix.EINTR {
+					continue
+				}
+				break
+			}
+			cancelServe()
+		}()
+	}
+	Serve(sctx, socks, pol)
+	return nil
+}
+
+// ListenPrivate makes the handoff socket in a new private folder (short
+// path, 0700) that uid and gid (when not -1: the host IDs of the
+// container's root, which runs the hook) own, and returns the listener's
+// file for a helper to inherit, and a function that removes both.
+func ListenPrivate(uid, gid int) (path string, file *os.File, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "skillrun-egress-")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("egress: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if uid >= 0 {
+		if err := os.Lchown(dir, uid, gid); err != nil {
+			cleanup()
+			return "", nil, nil, fmt.Errorf("egress: %w", err)
+		}
+	}
+	h, err := Listen(filepath.Join(dir, "s"), uid, gid)
+	if err != nil {
+		cleanup()
+		return "", nil, nil, err
+	}
+	// The helper owns the socket from now on: the file is a dup, and the
+	// listener here must not unlink it when it is closed.
+	h.l.SetUnlinkOnClose(false)
+	file, err = h.l.File()
+	h.l.Close()
+	if err != nil {
+		cleanup()
+		return "", nil, nil, fmt.Errorf("egress: %w", err)
+	}
+	return h.path, file, cleanup, nil
+}

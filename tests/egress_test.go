@@ -1,0 +1,170 @@
+//go:build integration
+
+package tests
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// loopbackOrigin is an HTTP server on this host's loopback that records
+// the paths and Host headers it serves.
+type loopbackOrigin struct {
+	port int
+	mu   sync.Mutex
+	log  []string
+}
+
+func startLoopbackOrigin(t *testing.T) *loopbackOrigin {
+	t.Helper()
+	o := &loopbackOrigin{}
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.log = append(o.log, r.URL.Path+" host="+r.Host)
+		o.mu.Unlock()
+		fmt.Fprintf(w, "hello from %s\n", r.URL.Path)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	o.port = l.Addr().(*net.TCPAddr).Port
+	return o
+}
+
+func (o *loopbackOrigin) seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.log...)
+}
+
+// TestEgressAnnotation: a plain OCI bundle asks for skillrun's network
+// allowlist through annotations; `run`, and `create` + `start`, serve it
+// with a detached helper that lives as long as the container's init. The
+// loopback server's log is the verdict: the allowed name reached it, the
+// other name and the IP literal did not.
+func TestEgressAnnotation(t *testing.T) {
+	needRoot(t)
+	if !info().skillrun {
+		t.Skipf("skipped: the network allowlist annotations are skillrun's (runtime %s)", runtimeName)
+	}
+	t.Parallel()
+	o := startLoopbackOrigin(t)
+	// The host's python3 (its /usr bound read-only): busybox's static
+	// wget cannot resolve names. Through the allowlist's proxy, through
+	// its DNS and synthetic address, and an IP literal directly.
+	script := fmt.Sprintf(`import urllib.request
+def get(url, proxy):
+    h = urllib.request.ProxyHandler({"http": proxy} if proxy else {})
+    try:
+        return urllib.request.build_opener(h).open(url, timeout=5).read().decode().strip()
+    except Exception as e:
+        return "failed %%s: %%s" %% (url, e)
+P = "http://127.0.0.1:3128"
+for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d/direct", None),
+                   ("http://other.test:%[1]d/other", P), ("http://other.test:%[1]d/other-direct", None),
+                   ("http://127.0.0.1:%[1]d/literal", None)]:
+    print(get(url, proxy))
+`, o.port)
+	newAllowBundle := func() *bundle {
+		b := newBundle(t, nil, "/usr/bin/python3", "-c", script)
+		b.spec.Mounts = append(b.spec.Mounts, specs.Mount{Destination: "/usr", Type: "bind", Source: "/usr", Options: []string{"rbind", "ro", "nosuid", "nodev"}})
+		os.MkdirAll(filepath.Join(b.rootfs(), "usr"), 0o755)
+		for _, l := range []string{"lib", "lib64"} {
+			if target, err := os.Readlink("/" + l); err == nil {
+				os.Symlink(target, filepath.Join(b.rootfs(), l))
+			}
+		}
+		if b.spec.Annotations == nil {
+			b.spec.Annotations = map[string]string{}
+		}
+		b.spec.Annotations["run.skillrun.network.allow"] = fmt.Sprintf("api.test:%d", o.port)
+		b.spec.Annotations["run.skillrun.network.resolve"] = fmt.Sprintf("api.test:%d:127.0.0.1", o.port)
+		b.save()
+		// The sandbox's resolver is the allowlist's DNS.
+		if err := os.WriteFile(filepath.Join(b.rootfs(), "etc", "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	check := func(t *testing.T, out string, wantAllowed int) {
+		t.Helper()
+		for _, want := range []string{"hello from /allowed", "hello from /direct", "failed http://other.test:" + fmt.Sprint(o.port) + "/other:", "failed http://other.test:" + fmt.Sprint(o.port) + "/other-direct", "failed http://127.0.0.1"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("container output lacks %q:\n%s", want, out)
+			}
+		}
+		n := 0
+		for _, l := range o.seen() {
+			if l != fmt.Sprintf("/allowed host=api.test:%d", o.port) && l != fmt.Sprintf("/direct host=api.test:%d", o.port) {
+				t.Errorf("LEAK: the loopback server served %q", l)
+			} else {
+				n++
+			}
+		}
+		if n != wantAllowed {
+			t.Errorf("the loopback server served the allowed paths %d times, want %d", n, wantAllowed)
+		}
+	}
+	helpers := func() []string { return procsMentioning("__skillrun-egress-helper") }
+	waitNoHelper := func(t *testing.T) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(helpers()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	r := newRT(t)
+	t.Run("run", func(t *testing.T) {
+		b := newAllowBundle()
+		id := uniqueID(t)
+		res := r.run("run", "--bundle", b.dir, id)
+		if res.code != 0 {
+			t.Fatalf("run\n%s", res)
+		}
+		check(t, res.stdout, 2)
+		assertNoTrace(t, r, id, 0, b.dir)
+	})
+	t.Run("create-start", func(t *testing.T) {
+		b := newAllowBundle()
+		c := r.create(b)
+		r.ok("start", c.id)
+		c.waitStatus("stopped", 30*time.Second)
+		check(t, c.Stdout(), 4)
+		r.ok("delete", c.id)
+		assertNoTrace(t, r, c.id, c.pid, b.dir)
+	})
+	t.Run("bad-allowlist", func(t *testing.T) {
+		b := newAllowBundle()
+		b.spec.Annotations["run.skillrun.network.allow"] = "api.test:notaport"
+		b.save()
+		id := uniqueID(t)
+		res := r.run("create", "--bundle", b.dir, id)
+		if res.code == 0 {
+			r.run("delete", "--force", id)
+		}
+		if res.code != 1 || !strings.Contains(res.stderr, "run.skillrun.network.allow") {
+			t.Errorf("a bad allowlist: want exit 1 naming the annotation\n%s", res)
+		}
+		assertNoTrace(t, r, id, 0, b.dir)
+	})
+	waitNoHelper(t)
+	if h := helpers(); len(h) > 0 {
+		t.Errorf("egress helpers outlived their containers: %v", h)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "skillrun-egress-*")); len(left) > 0 {
+		t.Errorf("handoff folders left behind: %v", left)
+	}
+}
