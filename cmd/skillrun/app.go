@@ -164,6 +164,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			stateCommand(e),
 			updateCommand(e),
 			skillCommand(e),
+			mcpCommand(e),
 		},
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		CommandNotFound: func(c *cli.Context, name string) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/skillrun/skillrun/mcpserver"
 	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -85,16 +85,9 @@ func skillInspectCommand(e *env) *cli.Command {
 
 // toolDefinition renders a skill in one vendor's tool shape.
 func toolDefinition(sk *spec.Skill, format string) (any, error) {
-	var schema map[string]any
-	if err := json.Unmarshal(sk.Input.Schema, &schema); err != nil {
-		return nil, fmt.Errorf("input schema of %q: %w", sk.Name, err)
-	}
-	// "$schema" and "$id" are rejected or ignored by the vendors' tool
-	// APIs; the schema must describe an object.
-	delete(schema, "$schema")
-	delete(schema, "$id")
-	if _, ok := schema["type"]; !ok {
-		schema["type"] = "object"
+	schema, err := mcpserver.Schema(sk)
+	if err != nil {
+		return nil, err
 	}
 	switch format {
 	case "openai":
@@ -113,19 +106,8 @@ func toolDefinition(sk *spec.Skill, format string) (any, error) {
 			"input_schema": schema,
 		}, nil
 	case "mcp":
-		t := map[string]any{
-			"name":        sk.Name,
-			"description": sk.Description,
-			"inputSchema": schema,
-			"annotations": map[string]any{
-				"readOnlyHint":  sk.Manifest.Filesystem.Workspace == "" || sk.Manifest.Filesystem.Workspace == spec.WorkspaceNone,
-				"openWorldHint": len(sk.Manifest.Network.Hosts) > 0,
-			},
-		}
-		if title := sk.Metadata["title"]; title != "" {
-			t["title"] = title
-		}
-		return t, nil
+		// The very definition `skillrun mcp serve` lists.
+		return mcpserver.Tool(sk)
 	}
 	in := inspection{Skill: sk}
 	p, err := spec.Resolve(sk)
@@ -173,7 +155,7 @@ func skillListCommand(e *env) *cli.Command {
 			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 				return e.usageError("skill list: %q is not a folder", root)
 			}
-			found, err := findSkills(root)
+			found, err := mcpserver.FindSkills(root)
 			if err != nil {
 				return fmt.Errorf("skill list %q: %w", root, err)
 			}
@@ -206,32 +188,6 @@ func skillListCommand(e *env) *cli.Command {
 			return tw.Flush()
 		},
 	}
-}
-
-// findSkills returns every folder below root (root included) that holds a
-// SKILL.md, sorted, not descending into a skill, .git or node_modules.
-func findSkills(root string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root {
-				return err
-			}
-			return nil // unreadable corners are skipped
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if p != root && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "__pycache__") {
-			return filepath.SkipDir
-		}
-		if _, err := os.Stat(filepath.Join(p, spec.SkillFile)); err == nil {
-			out = append(out, p)
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	return out, err
 }
 
 func skillBundleCommand(e *env) *cli.Command {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/skillrun/skillrun/mcpserver"
+)
+
+// mcpCommand is the `skillrun mcp` verb family.
+func mcpCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:        "mcp",
+		Usage:       "serve skills to agents over the Model Context Protocol",
+		Subcommands: []*cli.Command{mcpServeCommand(e)},
+	}
+}
+
+func mcpServeCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve every skill as an MCP tool (stdio, or streamable HTTP with --http)",
+		Description: `One tool per skill; every call runs the skill in a fresh sandbox with
+the operator's grants given here (a call brings only its input and cannot
+widen them). stdout carries only the MCP stdio stream; logs go to stderr
+or --log. See docs/mcp.md.`,
+		Flags: append([]cli.Flag{
+			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
+			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
+		}, policyFlags()...),
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 0 {
+				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
+			}
+			rt, err := e.engine(c)
+			if err != nil {
+				return err
+			}
+			opts, err := e.policyOptions(c)
+			if err != nil {
+				return err
+			}
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version})
+			if err != nil {
+				return e.usageError("mcp serve: %v", err)
+			}
+			for _, w := range srv.Warnings() {
+				e.log.Warn(w)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			addr := c.String("http")
+			if addr == "" {
+				// Every call's sandbox is tied to ctx: when the client
+				// goes or a signal comes, running sandboxes are killed
+				// and removed before Run returns.
+				err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
+				if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("mcp serve: %w", err)
+				}
+				return nil
+			}
+			return serveHTTP(ctx, e, srv, addr)
+		},
+	}
+}
+
+// serveHTTP serves the streamable HTTP transport on addr at /mcp, with the
+// SDK's DNS-rebinding (localhost) protection on, until ctx ends.
+func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return e.usageError("--http %q: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return e.usageError("--http %q: only loopback addresses (127.0.0.1, [::1], localhost) are served", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp serve: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	e.log.Infof("mcp serve: listening on http://%s/mcp", ln.Addr())
+	fmt.Fprintf(e.stderr, "mcp serve: listening on http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mcp serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
+}
