@@ -1,0 +1,227 @@
+//go:build integration
+
+package skills_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+)
+
+// mcpServe starts `skillrun mcp serve` as the mode's user with the
+// example skills and the probe, and connects the SDK's client to it over
+// stdio. The state root is m.tmp/state (checked by assertClean).
+func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
+	t.Helper()
+	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve",
+		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
+	var cmd *exec.Cmd
+	if m.user != nil {
+		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
+		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), binary)
+		cmd = exec.Command("runuser", append(full, args...)...)
+	} else {
+		cmd = exec.Command(binary, args...)
+		cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c := mcp.NewClient(&mcp.Implementation{Name: "skillrun-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect to mcp serve: %v\nstderr: %s", err, stderr.String())
+	}
+	t.Cleanup(func() {
+		// Closing stdin ends the server; it must leave nothing behind.
+		if err := cs.Close(); err != nil {
+			t.Logf("close: %v", err)
+		}
+		cancel()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+		m.assertClean(t)
+	})
+	return cs
+}
+
+type mcpCall struct {
+	r   *mcp.CallToolResult
+	res skillResult
+}
+
+func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) mcpCall {
+	t.Helper()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s %v: %v", name, args, err)
+	}
+	c := mcpCall{r: r}
+	if r.StructuredContent != nil {
+		b, _ := json.Marshal(r.StructuredContent)
+		if err := json.Unmarshal(b, &c.res); err != nil {
+			t.Fatalf("structured content of %s: %v", name, err)
+		}
+	}
+	return c
+}
+
+func (c mcpCall) text() string {
+	var b strings.Builder
+	for _, x := range c.r.Content {
+		if tc, ok := x.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestMCPServe drives `skillrun mcp serve` with the SDK's client over
+// stdio: tools/list equals `skill inspect --format mcp`, calls run in real
+// sandboxes, failures and timeouts are tool errors, calls run
+// concurrently, and closing the session leaves no state behind.
+func TestMCPServe(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		cs := m.mcpServe(t, "--timeout", "3s")
+		ctx := context.Background()
+		lr, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]*mcp.Tool{}
+		for _, tl := range lr.Tools {
+			names[tl.Name] = tl
+		}
+		for _, want := range []string{"calculator", "csv-summary", "fetch-url", "json-transform", "save-note", "text-stats", "probe"} {
+			if names[want] == nil {
+				t.Errorf("tool %q not listed (got %d tools)", want, len(lr.Tools))
+			}
+		}
+		insp := m.run(t, "", "skill", "inspect", "--format", "mcp", example("csv-summary"))
+		var a, b any
+		if err := json.Unmarshal([]byte(insp.stdout), &a); err != nil {
+			t.Fatalf("inspect: %v\n%s", err, insp)
+		}
+		lb, _ := json.Marshal(names["csv-summary"])
+		_ = json.Unmarshal(lb, &b)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("tools/list entry\n%v\n!= skill inspect --format mcp\n%v", b, a)
+		}
+
+		c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": "2*(3+4)"})
+		if c.r.IsError || !c.res.OK || !strings.Contains(string(c.res.Output), `"result": 14`) && !strings.Contains(string(c.res.Output), `"result":14`) {
+			t.Errorf("calculator: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "calculator", map[string]any{"expression": "1/0"})
+		if !c.r.IsError || c.res.OK {
+			t.Errorf("calculator 1/0 is not a tool error: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "calculator", map[string]any{"expression": strings.Repeat("1", 5000)})
+		if !c.r.IsError || !strings.Contains(c.text(), "invalid input") {
+			t.Errorf("over-long input is not refused: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "fetch-url", map[string]any{"url": "https://example.invalid/"})
+		if !c.r.IsError || !strings.HasPrefix(c.text(), "policy refusal: ") {
+			t.Errorf("fetch-url without network grant: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "probe", map[string]any{"mode": "sleep"})
+		if !c.r.IsError || c.res.StoppedReason != "timeout" || !strings.HasPrefix(c.text(), "timeout: ") {
+			t.Errorf("sleep past --timeout 3s: %s", c.text())
+		}
+
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := 0; i < 3; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": fmt.Sprintf("%d+1", i)})
+				if c.r.IsError || !strings.Contains(string(c.res.Output), fmt.Sprint(i+1)) {
+					t.Errorf("concurrent call %d: %s", i, c.text())
+				}
+			}(i)
+		}
+		wg.Wait()
+		t.Logf("3 concurrent calls: %s", time.Since(start))
+	})
+}
+
+// TestMCPCancelKillsSandbox cancels a call mid-run: the server hears
+// notifications/cancelled and the sandbox is killed and removed, proven
+// from the host (its init process is gone, no state, no cgroup).
+func TestMCPCancelKillsSandbox(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		cs := m.mcpServe(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe", Arguments: map[string]any{"mode": "sleep"}})
+			done <- err
+		}()
+		stateDir := filepath.Join(m.tmp, "state")
+		var id string
+		pid := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for pid == 0 {
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatal("no running sandbox appeared in the state root")
+			}
+			ents, _ := os.ReadDir(stateDir)
+			for _, e := range ents {
+				if e.Name() == "@locks" {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "state.json"))
+				if err != nil {
+					continue
+				}
+				var st struct {
+					Pid int `json:"init_process_pid"`
+				}
+				if json.Unmarshal(b, &st) == nil && st.Pid > 0 && hostcheck.Alive(st.Pid) {
+					id, pid = e.Name(), st.Pid
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// Let the program really start (python imports) before cancelling.
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+		if err := <-done; err == nil {
+			t.Errorf("cancelled call returned no error")
+		}
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			ents, _ := os.ReadDir(stateDir)
+			left := len(ents) > 0 && !(len(ents) == 1 && ents[0].Name() == "@locks")
+			if !hostcheck.Alive(pid) && !left {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after cancel: sandbox %s init pid %d alive=%v, state entries %d", id, pid, hostcheck.Alive(pid), len(ents))
+			}
+		}
+		if dirs := hostcheck.CgroupDirsNamed(id); len(dirs) != 0 {
+			t.Errorf("cgroups left after cancel: %v", dirs)
+		}
+		// The server still serves.
+		c := callTool(t, context.Background(), cs, "calculator", map[string]any{"expression": "1+1"})
+		if c.r.IsError {
+			t.Errorf("call after cancel: %s", c.text())
+		}
+	})
+}
