@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -224,4 +226,92 @@ func TestMCPCancelKillsSandbox(t *testing.T) {
 			t.Errorf("call after cancel: %s", c.text())
 		}
 	})
+}
+
+// TestMCPServeHTTP serves streamable HTTP on a loopback port: the SDK's
+// client lists and calls; a request naming another Host (DNS rebinding)
+// is refused; a non-loopback --http address is a usage error; SIGTERM
+// stops the server and leaves nothing behind.
+func TestMCPServeHTTP(t *testing.T) {
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	m := &mode{name: "self", uid: os.Geteuid(), gid: os.Getegid()}
+	m.tmp = privateTmp(t, m)
+	if res := m.run(t, "", "mcp", "serve", "--skills", example("calculator"), "--http", "0.0.0.0:0"); res.code != 2 || !strings.Contains(res.stderr, "loopback") {
+		t.Errorf("non-loopback --http: want exit 2 naming loopback\n%s", res)
+	}
+	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", example("calculator"), "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	urlc := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var all string
+		for {
+			n, err := errPipe.Read(buf)
+			all += string(buf[:n])
+			if i := strings.Index(all, "http://"); i >= 0 && strings.Contains(all[i:], "/mcp") {
+				urlc <- all[i : i+strings.Index(all[i:], "/mcp")+4]
+				for err == nil { // keep draining
+					_, err = errPipe.Read(buf)
+				}
+				return
+			}
+			if err != nil {
+				close(urlc)
+				return
+			}
+		}
+	}()
+	var url string
+	select {
+	case url = <-urlc:
+	case <-time.After(30 * time.Second):
+	}
+	if url == "" {
+		t.Fatal("mcp serve --http did not report its address")
+	}
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lr.Tools) != 1 || lr.Tools[0].Name != "calculator" {
+		t.Fatalf("list over HTTP: %v %v", lr, err)
+	}
+	c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": "6*7"})
+	if c.r.IsError || !strings.Contains(string(c.res.Output), "42") {
+		t.Errorf("call over HTTP: %s", c.text())
+	}
+	cs.Close()
+	// DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends
+	// Host: evil.example; the SDK's localhost protection refuses it.
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	req.Host = "evil.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("request with Host evil.example: status %d, want 403", resp.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("server after SIGTERM: %v", err)
+	}
+	m.assertClean(t)
 }
