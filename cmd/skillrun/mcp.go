@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/mcpserver"
+	"github.com/skillrun/skillrun/runtime/skill"
 )
 
 // mcpCommand is the `skillrun mcp` verb family.
@@ -59,6 +60,9 @@ or --log. See docs/mcp.md.`,
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
+			// What a killed predecessor left (its sandboxes, their
+			// bundles) goes before the first call.
+			skill.CollectStale(ctx, rt, opts.TempDir)
 			addr := c.String("http")
 			if addr == "" {
 				// Every call's sandbox is tied to ctx: when the client

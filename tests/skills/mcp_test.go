@@ -315,3 +315,82 @@ func TestMCPServeHTTP(t *testing.T) {
 	}
 	m.assertClean(t)
 }
+
+// TestMCPKilledServerCleanedOnRestart SIGKILLs the server mid-call (its
+// sandbox keeps running, orphaned) and starts it again: the new server
+// removes the orphan's container and bundle at start, before any call.
+func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root (checks the orphaned sandbox's process from the host)")
+	}
+	m := &mode{name: "root"}
+	m.tmp = privateTmp(t, m)
+	start := func() (*exec.Cmd, *mcp.ClientSession) {
+		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", probe())
+		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmd, cs
+	}
+	cmd, cs := start()
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe", Arguments: map[string]any{"mode": "sleep"}})
+	}()
+	stateDir := filepath.Join(m.tmp, "state")
+	pid := 0
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no running sandbox appeared")
+		}
+		ents, _ := os.ReadDir(stateDir)
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "state.json"))
+			var st struct {
+				Pid int `json:"init_process_pid"`
+			}
+			if err == nil && json.Unmarshal(b, &st) == nil && st.Pid > 0 && hostcheck.Alive(st.Pid) {
+				id, pid = e.Name(), st.Pid
+			}
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	cs.Close()
+	t.Cleanup(func() {
+		// Should the test fail, do not leave the orphan sleeping.
+		if hostcheck.Alive(pid) && hostcheck.InOtherPidNS(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, d := range hostcheck.CgroupDirsNamed(id) {
+			hostcheck.RemoveCgroup(d)
+		}
+	})
+	time.Sleep(200 * time.Millisecond)
+	if !hostcheck.Alive(pid) {
+		t.Fatalf("the sandbox died with its server: the test proves nothing")
+	}
+	cmd2, cs2 := start()
+	_ = cmd2
+	// Cleaned at start: before any tool call.
+	if _, err := cs2.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); hostcheck.Alive(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("orphaned sandbox %s (pid %d) still alive after the restart", id, pid)
+		}
+	}
+	if dirs := hostcheck.CgroupDirsNamed(id); len(dirs) != 0 {
+		t.Errorf("cgroups left: %v", dirs)
+	}
+	cs2.Close()
+	m.assertClean(t)
+}
