@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,11 +37,21 @@ type Options struct {
 
 // Server serves skills as MCP tools.
 type Server struct {
-	opts     Options
-	mcp      *mcp.Server
-	skills   []*spec.Skill
-	tools    []*mcp.Tool
+	opts Options
+	mcp  *mcp.Server
+
+	mu       sync.Mutex // guards the fields below
+	served   map[string]served
+	order    []string // tool names in load order
 	warnings []string
+}
+
+// served is one skill served as a tool, and what it was made from (to see
+// a change on disk).
+type served struct {
+	skill *spec.Skill
+	tool  *mcp.Tool
+	sig   string // the tool definition and manifest as JSON, and the folder
 }
 
 // New loads the skills under opts.Dirs and builds the MCP server. A
@@ -59,54 +71,127 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts}
-	seen := map[string]string{}
 	for _, d := range opts.Dirs {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("skills folder %q: not a folder", d)
 		}
+	}
+	s := &Server{opts: opts, served: map[string]served{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	s.warnings = s.sync()
+	return s, nil
+}
+
+// load finds and loads every skill under the folders.
+func (s *Server) load() (map[string]served, []string, []string) {
+	out := map[string]served{}
+	var order, warnings []string
+	for _, d := range s.opts.Dirs {
 		found, err := FindSkills(d)
 		if err != nil {
-			return nil, fmt.Errorf("skills folder %q: %w", d, err)
+			warnings = append(warnings, fmt.Sprintf("skills folder %q: %v", d, err))
+			continue
 		}
 		if len(found) == 0 {
-			s.warnings = append(s.warnings, fmt.Sprintf("skills folder %q: no skill (folder with %s) found", d, spec.SkillFile))
+			warnings = append(warnings, fmt.Sprintf("skills folder %q: no skill (folder with %s) found", d, spec.SkillFile))
 		}
 		for _, dir := range found {
 			sk, err := spec.Load(dir)
 			if err != nil {
-				s.warnings = append(s.warnings, fmt.Sprintf("skill %q skipped: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 				continue
 			}
-			if prev, dup := seen[sk.Name]; dup {
-				s.warnings = append(s.warnings, fmt.Sprintf("skill %q skipped: name %q already served from %q", dir, sk.Name, prev))
+			if prev, dup := out[sk.Name]; dup {
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: name %q already served from %q", dir, sk.Name, prev.skill.Dir))
 				continue
 			}
 			t, err := Tool(sk)
 			if err != nil {
-				s.warnings = append(s.warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
 				continue
 			}
-			seen[sk.Name] = dir
-			s.skills = append(s.skills, sk)
-			s.tools = append(s.tools, t)
+			tb, _ := json.Marshal(t)
+			mb, _ := json.Marshal(sk.Manifest)
+			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir}
+			order = append(order, sk.Name)
 		}
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
-	for i, t := range s.tools {
-		s.mcp.AddTool(t, s.handler(s.skills[i]))
+	return out, order, warnings
+}
+
+// sync loads the skills again and brings the served tools in line: new
+// and changed skills are (re)added, vanished ones removed. The SDK tells
+// connected clients (notifications/tools/list_changed). It returns the
+// load's warnings.
+func (s *Server) sync() []string {
+	now, order, warnings := s.load()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for name := range s.served {
+		if _, ok := now[name]; !ok {
+			gone = append(gone, name)
+		}
 	}
-	return s, nil
+	if len(gone) > 0 {
+		s.mcp.RemoveTools(gone...)
+	}
+	for _, name := range order {
+		n := now[name]
+		if old, ok := s.served[name]; ok && old.sig == n.sig {
+			now[name] = old
+			continue
+		}
+		s.mcp.AddTool(n.tool, s.handler(n.skill))
+	}
+	s.served, s.order = now, order
+	return warnings
+}
+
+// Watch rescans the skill folders every interval until ctx ends, so that
+// skills added, removed or changed on disk update the tool list
+// (listChanged). Warnings of a rescan that differ from the previous
+// one's go to warn (nil discards).
+func (s *Server) Watch(ctx context.Context, interval time.Duration, warn func(string)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	prev := strings.Join(s.Warnings(), "\n")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w := s.sync()
+		if j := strings.Join(w, "\n"); j != prev && warn != nil {
+			for _, m := range w {
+				warn(m)
+			}
+			prev = j
+		}
+	}
 }
 
 // MCP returns the SDK server, to be run on a transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Tools returns the tool definitions served, in order.
-func (s *Server) Tools() []*mcp.Tool { return s.tools }
+// Tools returns the tool definitions served, in load order.
+func (s *Server) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*mcp.Tool, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.served[n].tool)
+	}
+	return out
+}
 
 // Warnings returns what New skipped and why.
-func (s *Server) Warnings() []string { return s.warnings }
+func (s *Server) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.warnings
+}
 
 // handler runs sk once per call in a fresh sandbox.
 func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -323,4 +324,72 @@ func TestNewErrors(t *testing.T) {
 	if _, err := New(Options{Runtime: newFake()}); err == nil {
 		t.Error("no folder: no error")
 	}
+}
+
+// TestWatchListChanged adds and removes a skill on disk: connected
+// clients get notifications/tools/list_changed and the new list.
+func TestWatchListChanged(t *testing.T) {
+	root := t.TempDir()
+	ex := filepath.Join("..", "examples", "skills")
+	if err := os.CopyFS(filepath.Join(root, "calculator"), os.DirFS(filepath.Join(ex, "calculator"))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Runtime: newFake(), Dirs: []string{root}, Run: skill.Options{TempDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Watch(ctx, 20*time.Millisecond, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	names := func() string {
+		lr, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, tl := range lr.Tools {
+			n = append(n, tl.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := names(); got != "calculator" {
+		t.Fatalf("tools = %s", got)
+	}
+	wait := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case <-changed:
+				if got := names(); got == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no list_changed leading to tools %q (now %q)", want, names())
+			}
+		}
+	}
+	if err := os.CopyFS(filepath.Join(root, "text-stats"), os.DirFS(filepath.Join(ex, "text-stats"))); err != nil {
+		t.Fatal(err)
+	}
+	wait("calculator,text-stats")
+	if err := os.RemoveAll(filepath.Join(root, "calculator")); err != nil {
+		t.Fatal(err)
+	}
+	wait("text-stats")
 }

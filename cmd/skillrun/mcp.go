@@ -37,6 +37,7 @@ widen them). stdout carries only the MCP stdio stream; logs go to stderr
 or --log. See docs/mcp.md.`,
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
+			&cli.DurationFlag{Name: "watch", Value: 2 * time.Second, Usage: "rescan the skill folders this often: skills added, removed or changed update the tool list (0: never)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
 		}, policyFlags()...),
 		Action: func(c *cli.Context) error {
@@ -63,6 +64,11 @@ or --log. See docs/mcp.md.`,
 			// What a killed predecessor left (its sandboxes, their
 			// bundles) goes before the first call.
 			skill.CollectStale(ctx, rt, opts.TempDir)
+			if w := c.Duration("watch"); w > 0 {
+				go srv.Watch(ctx, w, func(m string) { e.log.Warn(m) })
+			} else if w < 0 {
+				return e.usageError("--watch: must not be negative")
+			}
 			addr := c.String("http")
 			if addr == "" {
 				// Every call's sandbox is tied to ctx: when the client
