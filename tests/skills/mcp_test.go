@@ -3,9 +3,11 @@
 package skills_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,16 +30,7 @@ func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 	t.Helper()
 	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve",
 		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
-	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
-	var cmd *exec.Cmd
-	if m.user != nil {
-		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
-		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), binary)
-		cmd = exec.Command("runuser", append(full, args...)...)
-	} else {
-		cmd = exec.Command(binary, args...)
-		cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
-	}
+	cmd := m.command(args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -59,6 +52,19 @@ func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 		m.assertClean(t)
 	})
 	return cs
+}
+
+// command is skillrun with args as the mode's user (not started).
+func (m *mode) command(args ...string) *exec.Cmd {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
+	if m.user != nil {
+		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
+		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), binary)
+		return exec.Command("runuser", append(full, args...)...)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
+	return cmd
 }
 
 type mcpCall struct {
@@ -393,4 +399,65 @@ func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 	}
 	cs2.Close()
 	m.assertClean(t)
+}
+
+// TestMCPMalformedAndHugeRequests feeds the stdio server raw frames: a
+// 2 MiB argument is refused as invalid input and the server goes on; a
+// malformed JSON-RPC frame, or one over the SDK's frame limit, ends the
+// stream (the SDK cannot resynchronise), and the server exits 1 with a
+// one-line reason, leaving nothing behind.
+func TestMCPMalformedAndHugeRequests(t *testing.T) {
+	frame := func(v any) string { b, _ := json.Marshal(v); return string(b) + "\n" }
+	init := frame(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}}) +
+		frame(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	callFrame := func(id int, expr string) string {
+		return frame(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
+			"name": "calculator", "arguments": map[string]any{"expression": expr}}})
+	}
+	forEachMode(t, func(t *testing.T, m *mode) {
+		args := []string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0", "--skills", example("calculator")}
+		// Huge but framed: a tool error, then the next call is served.
+		// stdin stays open until the answer to id 3 is in: EOF on stdin
+		// ends the session, dropping calls in flight.
+		cmd := m.command(args...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, _ = io.WriteString(stdin, init+callFrame(2, strings.Repeat("1", 2<<20))+callFrame(3, "6*7"))
+		}()
+		var out strings.Builder
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 8<<20)
+		timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `"id":3`) {
+				break
+			}
+		}
+		stdin.Close()
+		_ = cmd.Wait()
+		timer.Stop()
+		res := result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+		if res.code != 0 || !strings.Contains(res.stdout, `"id":2`) || !strings.Contains(res.stdout, "invalid input") || !strings.Contains(res.stdout, `\"result\":42`) {
+			t.Errorf("2 MiB argument then a call:\nexit %d\nstdout: %.600s\nstderr: %s", res.code, res.stdout, res.stderr)
+		}
+		m.assertClean(t)
+		for name, bad := range map[string]string{
+			"malformed": "{this is not json\n",
+			"oversized": callFrame(4, strings.Repeat("1", 40<<20)),
+		} {
+			res := m.run(t, init+bad+callFrame(5, "1+1"), args...)
+			if res.code != 1 || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 || !strings.Contains(res.stderr, "mcp serve: ") || strings.Contains(res.stdout, `"id":5`) {
+				t.Errorf("%s frame: want exit 1 with a one-line reason\nexit %d\nstdout: %.300s\nstderr: %s", name, res.code, res.stdout, res.stderr)
+			}
+			m.assertClean(t)
+		}
+	})
 }
