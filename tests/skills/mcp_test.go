@@ -418,7 +418,7 @@ func TestMCPMalformedAndHugeRequests(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		args := []string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0", "--skills", example("calculator")}
 		// Huge but framed: a tool error, then the next call is served.
-		// stdin stays open until the answer to id 3 is in: EOF on stdin
+		// stdin stays open until the answers to ids 2 and 3 are in: EOF on stdin
 		// ends the session, dropping calls in flight.
 		cmd := m.command(args...)
 		stdin, _ := cmd.StdinPipe()
@@ -435,10 +435,11 @@ func TestMCPMalformedAndHugeRequests(t *testing.T) {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 8<<20)
 		timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
-		for sc.Scan() {
+		// Calls run concurrently: the answers come in any order.
+		for seen := 0; seen < 2 && sc.Scan(); {
 			out.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), `"id":3`) {
-				break
+			if strings.Contains(sc.Text(), `"id":2`) || strings.Contains(sc.Text(), `"id":3`) {
+				seen++
 			}
 		}
 		stdin.Close()
