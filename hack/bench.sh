@@ -11,6 +11,7 @@ skillrun=${SKILLRUN:-$repo/bin/skillrun}
 lcfloor=${LCFLOOR:-$repo/bin/lcfloor}
 out=${BENCH_OUT:-$repo/tmp/bench}
 write_docs=1
+only_mcp=0
 quick=${BENCH_QUICK:-0}
 runs=${BENCH_RUNS:-}
 
@@ -34,6 +35,8 @@ does not favour one peer:
                or exit report), on the same bundles: libcontainer's own cost on this machine, the
                floor under any runtime built on it (make lcfloor)
   throughput   100 cold runs at concurrency 2, runs/s per runtime
+  mcp          \`skillrun mcp serve\` tools/call of the hello skill (SDK client over stdio) vs cold
+               \`skill run\` vs bare python3: p50/p95/p99 and calls/s at concurrency 2 (hack/mcpbench)
   memory       peak RSS (GNU time %M: the runtime and the children it waits for) and binary size
 Prints the table and ratios to stdout (ratio = peer median / skillrun median; runc is the reference
 when skillrun is not built), writes docs/benchmarks.md and docs/benchmarks.png (gnuplot), raw
@@ -45,6 +48,7 @@ Options:
   --runs N          iterations per figure (default 60; BENCH_RUNS)
   --out DIR         raw results (default: \$BENCH_OUT or $out)
   --no-docs         do not rewrite docs/benchmarks.md and docs/benchmarks.png
+  --only-mcp        only the MCP table (hack/mcpbench), printed; the docs are not rewritten
   -h, --help        this text
 Environment: SKILLRUN (default bin/skillrun), LCFLOOR (default bin/lcfloor), BENCH_QUICK, BENCH_RUNS,
 BENCH_OUT.
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--runs) runs=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--no-docs) write_docs=0; shift ;;
+	--only-mcp) only_mcp=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -254,6 +259,15 @@ import json
 
 print(json.dumps({"hello": "world"}, separators=(",", ":")))
 EOF
+# --- MCP server (hack/mcpbench: the SDK's client over stdio) ---------------------------------------
+mcp_md=$out/mcp.md
+(cd "$repo" && go build -o "$work/bin/mcpbench" ./hack/mcpbench) || die "build hack/mcpbench"
+"$work/bin/mcpbench" -skillrun "$skillrun" -skill "$skill" -root "$work/mcp" -n "$runs" >"$mcp_md" ||
+	die "hack/mcpbench failed"
+if [ "$only_mcp" = 1 ]; then
+	cat "$mcp_md"
+	exit 0
+fi
 hf skill python3 -- /usr/bin/python3 "$skill/scripts/main.py"
 hf skill bwrap -- bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net \
 	--ro-bind /usr /usr --ro-bind /lib /lib --ro-bind /lib64 /lib64 --ro-bind /bin /bin \
@@ -481,6 +495,8 @@ echo "iterations: $runs after $warmup warm-up; ratio = median / $ref median (ski
 md2txt() { sed -e 's/^| //' -e 's/ |$//' -e '/^|---/d' -e 's/\*\*//g' -e 's/ | /\t/g' | column -t -s "$(printf '\t')" -o '  '; }
 table | md2txt
 echo
+cat "$mcp_md"
+echo
 targets | md2txt
 
 # --- docs + chart ---------------------------------------------------------------------------------
@@ -644,6 +660,13 @@ if [ "$write_docs" -eq 1 ]; then
 		echo
 		echo "## Results"
 		table
+		echo
+		echo "## MCP server"
+		echo
+		echo "\`skillrun mcp serve\` (docs/mcp.md) driven by the MCP Go SDK's client over stdio (hack/mcpbench):"
+		echo "each tools/call runs the hello skill in a fresh, cold sandbox (no warm pool yet)."
+		echo
+		cat "$mcp_md"
 		echo
 		profile_notes
 	} >"$repo/docs/benchmarks.md"

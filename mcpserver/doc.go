@@ -1,6 +1,8 @@
-// Package mcpserver serves skills as Model Context Protocol tools, with
-// the official Go SDK (github.com/modelcontextprotocol/go-sdk): one tool
-// per skill, each call run in a fresh sandbox by the skill runner with the
-// operator's grants, which a call cannot widen. `skillrun mcp serve` runs
-// it over stdio or streamable HTTP.
+// Package mcpserver serves skills as MCP tools with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk): one tool per skill, each call
+// run in a fresh sandbox by the skill runner (runtime/skill.Run), the
+// result envelope returned as structured content.
+//
+// The package never writes to stdout (the stdio transport owns it) and
+// never exits the process; errors are returned.
 package mcpserver

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -18,217 +20,257 @@ import (
 	"github.com/skillrun/skillrun/spec"
 )
 
-// Config is what a server serves and with which grants.
-type Config struct {
-	// Dirs are skill folders, or folders searched for skills (every
-	// folder below holding a SKILL.md).
-	Dirs []string
-	// Runtime runs the skills.
+// Options configure a Server.
+type Options struct {
+	// Runtime runs the sandboxes.
 	Runtime runtime.Runtime
-	// Options are the operator's grants and limits, applied to every
-	// call; a call only supplies the skill's input.
-	Options skill.Options
-	// Version is reported to clients.
-	Version string
-	// Warn receives skills that could not be loaded; nil discards.
-	Warn func(msg string)
+	// Dirs are skill folders, or folders searched for skills (every
+	// folder holding a SKILL.md below them).
+	Dirs []string
+	// Run holds the operator's grants and limits (workspace, network,
+	// env, ...). Every call runs with exactly these: a call only brings
+	// its input and cannot widen them.
+	Run skill.Options
+	// Name and Version identify the server to clients.
+	Name, Version string
 }
 
-// Server serves one MCP tool per skill. Each call runs the skill in a
-// fresh sandbox (skill.Run) with the configured grants.
+// Server serves skills as MCP tools.
 type Server struct {
-	cfg Config
-	srv *mcp.Server
+	opts Options
+	mcp  *mcp.Server
 
-	mu     sync.Mutex
-	skills map[string]*spec.Skill // by tool name
-	stamp  map[string]string      // by tool name: what Reload last saw on disk
+	mu       sync.Mutex // guards the fields below
+	served   map[string]served
+	order    []string // tool names in load order
+	warnings []string
 }
 
-// New loads the skills of cfg.Dirs and returns a server with a tool for
-// each. A folder that is neither a skill nor holds one is an error; a skill
-// that does not load is skipped with a warning.
-func New(cfg Config) (*Server, error) {
-	if cfg.Runtime == nil {
-		return nil, errors.New("mcp server: no runtime")
+// served is one skill served as a tool, and what it was made from (to see
+// a change on disk).
+type served struct {
+	skill *spec.Skill
+	tool  *mcp.Tool
+	sig   string // the tool definition and manifest as JSON, and the folder
+}
+
+// New loads the skills under opts.Dirs and builds the MCP server. A
+// folder that does not exist is an error; an invalid skill found while
+// searching is skipped with a warning, as is a second skill of the same
+// name.
+func New(opts Options) (*Server, error) {
+	if opts.Runtime == nil {
+		return nil, errors.New("mcpserver: no runtime")
 	}
-	if len(cfg.Dirs) == 0 {
-		return nil, errors.New("--skills: no skill folder given")
+	if len(opts.Dirs) == 0 {
+		return nil, errors.New("mcpserver: no skill folder given")
 	}
-	for _, d := range cfg.Dirs {
+	if opts.Name == "" {
+		opts.Name = "skillrun"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	for _, d := range opts.Dirs {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("--skills %s: not a folder", d)
+			return nil, fmt.Errorf("skills folder %q: not a folder", d)
 		}
 	}
-	if cfg.Warn == nil {
-		cfg.Warn = func(string) {}
-	}
-	s := &Server{cfg: cfg, skills: map[string]*spec.Skill{}, stamp: map[string]string{}}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "skillrun", Version: cfg.Version}, &mcp.ServerOptions{
-		// Tools come and go with the skill folders (Reload).
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
-	if err := s.Reload(); err != nil {
-		return nil, err
-	}
+	s := &Server{opts: opts, served: map[string]served{}}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	s.warnings = s.sync()
 	return s, nil
 }
 
-// MCP is the SDK server, to run over a transport
-// (mcp.StdioTransport, mcp.NewStreamableHTTPHandler).
-func (s *Server) MCP() *mcp.Server { return s.srv }
-
-// Tools are the names of the tools served, sorted.
-func (s *Server) Tools() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	names := make([]string, 0, len(s.skills))
-	for n := range s.skills {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Reload rescans the folders: new skills become tools, removed ones stop
-// being tools, changed ones are reloaded. The SDK tells connected clients
-// (notifications/tools/list_changed).
-func (s *Server) Reload() error {
-	found := map[string]*spec.Skill{}
-	stamps := map[string]string{}
-	for _, root := range s.cfg.Dirs {
-		dirs, err := spec.FindSkills(root)
+// load finds and loads every skill under the folders.
+func (s *Server) load() (map[string]served, []string, []string) {
+	out := map[string]served{}
+	var order, warnings []string
+	for _, d := range s.opts.Dirs {
+		found, err := FindSkills(d)
 		if err != nil {
-			return fmt.Errorf("--skills %s: %w", root, err)
+			warnings = append(warnings, fmt.Sprintf("skills folder %q: %v", d, err))
+			continue
 		}
-		for _, dir := range dirs {
+		if len(found) == 0 {
+			warnings = append(warnings, fmt.Sprintf("skills folder %q: no skill (folder with %s) found", d, spec.SkillFile))
+		}
+		for _, dir := range found {
 			sk, err := spec.Load(dir)
 			if err != nil {
-				s.cfg.Warn(fmt.Sprintf("skill %s not served: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 				continue
 			}
-			if prev, dup := found[sk.Name]; dup {
-				s.cfg.Warn(fmt.Sprintf("skill %s not served: its name %q is already served from %s", dir, sk.Name, prev.Dir))
+			if prev, dup := out[sk.Name]; dup {
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: name %q already served from %q", dir, sk.Name, prev.skill.Dir))
 				continue
 			}
-			found[sk.Name] = sk
-			stamps[sk.Name] = stamp(dir)
+			t, err := Tool(sk)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
+				continue
+			}
+			tb, _ := json.Marshal(t)
+			mb, _ := json.Marshal(sk.Manifest)
+			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir}
+			order = append(order, sk.Name)
 		}
 	}
+	return out, order, warnings
+}
+
+// sync loads the skills again and brings the served tools in line: new
+// and changed skills are (re)added, vanished ones removed. The SDK tells
+// connected clients (notifications/tools/list_changed). It returns the
+// load's warnings.
+func (s *Server) sync() []string {
+	now, order, warnings := s.load()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []string
-	for name := range s.skills {
-		if _, ok := found[name]; !ok {
+	for name := range s.served {
+		if _, ok := now[name]; !ok {
 			gone = append(gone, name)
 		}
 	}
 	if len(gone) > 0 {
-		s.srv.RemoveTools(gone...)
+		s.mcp.RemoveTools(gone...)
 	}
-	for name, sk := range found {
-		if old, ok := s.skills[name]; ok && old.Dir == sk.Dir && s.stamp[name] == stamps[name] {
+	for _, name := range order {
+		n := now[name]
+		if old, ok := s.served[name]; ok && old.sig == n.sig {
+			now[name] = old
 			continue
 		}
-		t, err := Tool(sk)
-		if err != nil {
-			s.cfg.Warn(fmt.Sprintf("skill %s not served: %v", sk.Dir, err))
-			delete(found, name)
-			continue
-		}
-		s.srv.AddTool(t, s.handler(name))
+		s.mcp.AddTool(n.tool, s.handler(n.skill))
 	}
-	s.skills, s.stamp = found, stamps
-	return nil
+	s.served, s.order = now, order
+	return warnings
 }
 
-// stamp is a cheap fingerprint of a skill folder's top-level files (name,
-// size, modification time): enough to notice an edited manifest or
-// schema.
-func stamp(dir string) string {
-	var b strings.Builder
-	for _, sub := range []string{".", "scripts"} {
-		ents, err := os.ReadDir(filepath.Join(dir, sub))
-		if err != nil {
-			continue
+// Watch rescans the skill folders every interval until ctx ends, so that
+// skills added, removed or changed on disk update the tool list
+// (listChanged). Warnings of a rescan that differ from the previous
+// one's go to warn (nil discards).
+func (s *Server) Watch(ctx context.Context, interval time.Duration, warn func(string)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	prev := strings.Join(s.Warnings(), "\n")
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-		for _, e := range ents {
-			if fi, err := e.Info(); err == nil {
-				fmt.Fprintf(&b, "%s/%s:%d:%d;", sub, e.Name(), fi.Size(), fi.ModTime().UnixNano())
+		w := s.sync()
+		if j := strings.Join(w, "\n"); j != prev && warn != nil {
+			for _, m := range w {
+				warn(m)
 			}
+			prev = j
 		}
 	}
-	return b.String()
 }
 
-// Tool is the MCP tool definition of a skill: its name and description,
-// its input schema (an object), and hints from the manifest: read-only
-// unless it may write a workspace, open-world when it declares network
-// hosts. `skillrun skill inspect --format mcp` prints the same.
-func Tool(sk *spec.Skill) (*mcp.Tool, error) {
-	schema, err := sk.ToolSchema()
-	if err != nil {
-		return nil, err
+// MCP returns the SDK server, to be run on a transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Tools returns the tool definitions served, in load order.
+func (s *Server) Tools() []*mcp.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*mcp.Tool, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.served[n].tool)
 	}
-	if schema["type"] != "object" {
-		return nil, fmt.Errorf("input schema of %q: type %v, an MCP tool's input must be an object", sk.Name, schema["type"])
-	}
-	ws := sk.Manifest.Filesystem.Workspace
-	openWorld := len(sk.Manifest.Network.Hosts) > 0
-	t := &mcp.Tool{
-		Name:        sk.Name,
-		Description: sk.Description,
-		InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{
-			ReadOnlyHint:  ws == "" || ws == spec.WorkspaceNone,
-			OpenWorldHint: &openWorld,
-		},
-	}
-	if title := sk.Metadata["title"]; title != "" {
-		t.Title = title
-	}
-	return t, nil
+	return out
 }
 
-// handler runs the skill name with the call's arguments as its input. The
-// result envelope (skill run's JSON) is the structured content and, as
-// JSON text, the content; a skill that did not succeed (failure, timeout,
-// limit, policy refusal) is a tool error, as is input the schema refuses.
-func (s *Server) handler(name string) mcp.ToolHandler {
+// Warnings returns what New skipped and why.
+func (s *Server) Warnings() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.warnings
+}
+
+// handler runs sk once per call in a fresh sandbox.
+func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		s.mu.Lock()
-		sk := s.skills[name]
-		s.mu.Unlock()
-		if sk == nil {
-			return toolError(fmt.Sprintf("skill %q is no longer served", name)), nil
+		var input []byte
+		if req.Params != nil {
+			input = req.Params.Arguments
 		}
-		input := []byte(req.Params.Arguments)
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
-		res, err := skill.Run(ctx, s.cfg.Runtime, sk, input, s.cfg.Options)
+		res, err := skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
 		if err != nil {
 			if skill.IsInputError(err) {
-				return toolError(fmt.Sprintf("invalid input for %s: %v", name, err)), nil
+				return toolError(fmt.Sprintf("invalid input for skill %q: %v", sk.Name, err)), nil
 			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return toolError(fmt.Sprintf("skill %s could not run: %v", name, err)), nil
+			return toolError(fmt.Sprintf("skillrun could not run skill %q: %v", sk.Name, err)), nil
 		}
-		text, err := json.Marshal(res)
-		if err != nil {
-			return nil, err
-		}
-		out := &mcp.CallToolResult{
-			Content:           []mcp.Content{&mcp.TextContent{Text: string(text)}},
-			StructuredContent: json.RawMessage(text),
-			IsError:           !res.OK,
-		}
-		return out, nil
+		return resultOf(res), nil
 	}
 }
 
+// resultOf turns a skill result into a tool result: the envelope as
+// structured content and as JSON text (for clients that read only text),
+// with a one-line explanation first when the skill failed or was stopped.
+func resultOf(res *skill.Result) *mcp.CallToolResult {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return toolError(fmt.Sprintf("encode result of skill %q: %v", res.Skill, err))
+	}
+	out := &mcp.CallToolResult{StructuredContent: json.RawMessage(b), IsError: !res.OK}
+	if !res.OK {
+		out.Content = append(out.Content, &mcp.TextContent{Text: failure(res)})
+	}
+	out.Content = append(out.Content, &mcp.TextContent{Text: string(b)})
+	return out
+}
+
+// failure says in one line why a run did not succeed.
+func failure(res *skill.Result) string {
+	switch res.StoppedReason {
+	case skill.StoppedPolicy:
+		return fmt.Sprintf("policy refusal: skill %q needs a grant the server operator did not give: %s", res.Skill, res.Error)
+	case skill.StoppedTimeout:
+		return fmt.Sprintf("timeout: skill %q %s", res.Skill, res.Error)
+	case "":
+		return fmt.Sprintf("skill %q failed: exit code %d", res.Skill, res.ExitCode)
+	}
+	return fmt.Sprintf("skill %q stopped (%s): %s", res.Skill, res.StoppedReason, res.Error)
+}
+
 func toolError(msg string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}, IsError: true}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// FindSkills returns every folder below root (root included) that holds a
+// SKILL.md, sorted, not descending into a skill, .git, node_modules or
+// __pycache__.
+func FindSkills(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil // unreadable corners are skipped
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != root && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "__pycache__") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(p, spec.SkillFile)); err == nil {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
 }

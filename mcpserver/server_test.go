@@ -2,147 +2,394 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillrun/skillrun/runtime/fake"
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
-func examples(t *testing.T) string {
+// fakeRT plays the container: the calculator's "expression" picks a
+// behaviour. Methods the skill runner does not use are the nil embedded
+// interface's (they would panic).
+type fakeRT struct {
+	runtime.Runtime
+	mu      sync.Mutex
+	started chan string // ids of containers whose program "runs"
+	release chan struct{}
+	deleted map[string]bool
+	ended   map[string]error // how each run ended
+}
+
+func newFake() *fakeRT {
+	return &fakeRT{started: make(chan string, 64), release: make(chan struct{}), deleted: map[string]bool{}, ended: map[string]error{}}
+}
+
+func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
+	in, _ := io.ReadAll(opts.Stdio.Stdin)
+	var obj struct{ Expression string }
+	_ = json.Unmarshal(in, &obj)
+	if opts.Started != nil {
+		opts.Started(1)
+	}
+	f.started <- id
+	end := func(code int, err error) (int, error) {
+		f.mu.Lock()
+		f.ended[id] = err
+		f.mu.Unlock()
+		return code, err
+	}
+	switch obj.Expression {
+	case "fail":
+		fmt.Fprint(opts.Stdio.Stderr, "boom")
+		return end(1, nil)
+	case "block": // until the context ends (timeout, cancellation)
+		<-ctx.Done()
+		return end(-1, ctx.Err())
+	case "barrier": // until the test releases it
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return end(-1, ctx.Err())
+		}
+	}
+	fmt.Fprintf(opts.Stdio.Stdout, `{"result":%q}`, obj.Expression)
+	return end(0, nil)
+}
+
+func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted[id] = true
+	return runtime.ErrNotExist
+}
+
+// connect serves the example skills through rt on an in-memory transport
+// and returns a connected client session.
+func connect(t *testing.T, rt runtime.Runtime, run skill.Options) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	d, err := filepath.Abs("../examples/skills")
+	run.TempDir = t.TempDir()
+	s, err := New(Options{Runtime: rt, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close(); cancel() })
+	return s, cs
 }
 
-func TestTool(t *testing.T) {
-	for name, want := range map[string]struct{ readOnly, openWorld bool }{
-		"calculator": {true, false},
-		"fetch-url":  {true, true},
-		"save-note":  {false, false},
-	} {
-		sk, err := spec.Load(filepath.Join(examples(t), name))
-		if err != nil {
-			t.Fatal(err)
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, skill.Result) {
+	t.Helper()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: args})
+	if err != nil {
+		t.Fatalf("call %v: %v", args, err)
+	}
+	var res skill.Result
+	if r.StructuredContent != nil {
+		b, _ := json.Marshal(r.StructuredContent)
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatalf("structured content: %v", err)
 		}
-		tl, err := Tool(sk)
-		if err != nil {
-			t.Fatal(err)
+	}
+	return r, res
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text + "\n")
 		}
-		schema := tl.InputSchema.(map[string]any)
-		if tl.Name != name || tl.Description == "" || schema["type"] != "object" || schema["$schema"] != nil {
-			t.Errorf("%s: tool %+v", name, tl)
+	}
+	return b.String()
+}
+
+func TestListToolsMatchesInspect(t *testing.T) {
+	s, cs := connect(t, newFake(), skill.Options{})
+	lr, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs, _ := FindSkills(filepath.Join("..", "examples", "skills"))
+	if len(lr.Tools) != len(dirs) || len(dirs) < 2 {
+		t.Fatalf("listed %d tools for %d example skills", len(lr.Tools), len(dirs))
+	}
+	for _, lt := range lr.Tools {
+		var want *mcp.Tool
+		for _, d := range dirs {
+			sk, err := spec.Load(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sk.Name == lt.Name {
+				if want, err = Tool(sk); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
-		if tl.Annotations.ReadOnlyHint != want.readOnly || *tl.Annotations.OpenWorldHint != want.openWorld {
-			t.Errorf("%s: annotations %+v, want %+v", name, tl.Annotations, want)
+		if want == nil {
+			t.Fatalf("tool %q is no example skill", lt.Name)
+		}
+		a, _ := json.Marshal(lt)
+		b, _ := json.Marshal(want)
+		if string(a) != string(b) {
+			t.Errorf("tool %q listed\n%s\nbut Tool (skill inspect --format mcp) gives\n%s", lt.Name, a, b)
+		}
+	}
+	if len(s.Warnings()) != 0 {
+		t.Errorf("warnings: %v", s.Warnings())
+	}
+	// The annotations follow the manifests: save-note needs a workspace,
+	// fetch-url the network.
+	for _, lt := range lr.Tools {
+		switch lt.Name {
+		case "save-note":
+			if lt.Annotations.ReadOnlyHint {
+				t.Errorf("save-note is readOnly")
+			}
+		case "fetch-url":
+			if lt.Annotations.OpenWorldHint == nil || !*lt.Annotations.OpenWorldHint {
+				t.Errorf("fetch-url is not openWorld")
+			}
+		case "calculator":
+			if !lt.Annotations.ReadOnlyHint || *lt.Annotations.OpenWorldHint {
+				t.Errorf("calculator annotations %+v", lt.Annotations)
+			}
 		}
 	}
 }
 
-func TestNewRefuses(t *testing.T) {
-	if _, err := New(Config{Runtime: fake.New(), Dirs: []string{"/nonexistent"}}); err == nil || !strings.Contains(err.Error(), "--skills /nonexistent") {
+func TestCall(t *testing.T) {
+	f := newFake()
+	_, cs := connect(t, f, skill.Options{})
+	ctx := context.Background()
+	r, res := call(t, ctx, cs, map[string]any{"expression": "1+1"})
+	if r.IsError || !res.OK || fmt.Sprint(res.Output) != "map[result:1+1]" {
+		t.Errorf("ok call: isError=%v result=%+v\n%s", r.IsError, res, text(r))
+	}
+	r, res = call(t, ctx, cs, map[string]any{"expression": "fail"})
+	if !r.IsError || res.OK || res.ExitCode != 1 || res.Stderr != "boom" || !strings.Contains(text(r), "failed: exit code 1") {
+		t.Errorf("failing skill: isError=%v result=%+v\n%s", r.IsError, res, text(r))
+	}
+	// Input that does not match the schema never reaches a sandbox.
+	n := len(f.started)
+	r, _ = call(t, ctx, cs, map[string]any{"bogus": 1})
+	if !r.IsError || !strings.Contains(text(r), "invalid input") || !strings.Contains(text(r), "bogus") {
+		t.Errorf("bad input: isError=%v\n%s", r.IsError, text(r))
+	}
+	if len(f.started) != n {
+		t.Errorf("bad input started a sandbox")
+	}
+	// An unknown tool is a protocol error or a tool error, never a run.
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}}); err == nil && !r.IsError {
+		t.Errorf("unknown tool succeeded")
+	}
+}
+
+func TestTimeoutIsToolError(t *testing.T) {
+	f := newFake()
+	_, cs := connect(t, f, skill.Options{Timeout: 200 * time.Millisecond})
+	r, res := call(t, context.Background(), cs, map[string]any{"expression": "block"})
+	if !r.IsError || res.StoppedReason != skill.StoppedTimeout || !strings.HasPrefix(text(r), "timeout: ") {
+		t.Errorf("timeout: isError=%v result=%+v\n%s", r.IsError, res, text(r))
+	}
+}
+
+func TestPolicyRefusalIsToolError(t *testing.T) {
+	f := newFake()
+	s, err := New(Options{Runtime: f, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: skill.Options{TempDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// fetch-url needs the network; the operator granted none.
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fetch-url", Arguments: map[string]any{"url": "https://example.invalid/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.IsError || !strings.HasPrefix(text(r), "policy refusal: ") || len(f.started) != 0 {
+		t.Errorf("policy: isError=%v started=%d\n%s", r.IsError, len(f.started), text(r))
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	f := newFake()
+	_, cs := connect(t, f, skill.Options{})
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, res := call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
+			if r.IsError || !res.OK {
+				errs <- text(r)
+			}
+		}()
+	}
+	// All n sandboxes run at once before any is released.
+	for i := 0; i < n; i++ {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d calls ran concurrently", i, n)
+		}
+	}
+	close(f.release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestCancelKillsSandbox(t *testing.T) {
+	f := newFake()
+	_, cs := connect(t, f, skill.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "block"}})
+		done <- err
+	}()
+	var id string
+	select {
+	case id = <-f.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never started a sandbox")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled call returned %v", err)
+	}
+	// The server hears notifications/cancelled and the run's context ends:
+	// the runtime's Run returns (it kills the container) and the runner
+	// deletes it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		err, ended := f.ended[id]
+		deleted := f.deleted[id]
+		f.mu.Unlock()
+		if ended && deleted {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("sandbox run ended with %v", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox %s not stopped after cancel (ended=%v deleted=%v)", id, ended, deleted)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(Options{Runtime: newFake(), Dirs: []string{"/nonexistent/skills"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/skills") {
 		t.Errorf("missing folder: %v", err)
 	}
-	if _, err := New(Config{Runtime: fake.New()}); err == nil || !strings.Contains(err.Error(), "--skills") {
-		t.Errorf("no folder: %v", err)
+	if _, err := New(Options{Runtime: newFake()}); err == nil {
+		t.Error("no folder: no error")
 	}
 }
 
-// TestReloadListChanged: a skill copied into a served folder becomes a
-// tool, its removal removes it, and a connected client sees both.
-func TestReloadListChanged(t *testing.T) {
-	dir := t.TempDir()
-	copySkill(t, filepath.Join(examples(t), "calculator"), filepath.Join(dir, "calculator"))
-	var warnings []string
-	s, err := New(Config{Runtime: fake.New(), Dirs: []string{dir}, Warn: func(m string) { warnings = append(warnings, m) }})
+// TestWatchListChanged adds and removes a skill on disk: connected
+// clients get notifications/tools/list_changed and the new list.
+func TestWatchListChanged(t *testing.T) {
+	root := t.TempDir()
+	ex := filepath.Join("..", "examples", "skills")
+	if err := os.CopyFS(filepath.Join(root, "calculator"), os.DirFS(filepath.Join(ex, "calculator"))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Runtime: newFake(), Dirs: []string{root}, Run: skill.Options{TempDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Watch(ctx, 20*time.Millisecond, nil)
 	ct, st := mcp.NewInMemoryTransports()
-	if _, err := s.MCP().Connect(ctx, st, nil); err != nil {
+	ss, err := s.MCP().Connect(ctx, st, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	changed := make(chan struct{}, 4)
-	client := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+	defer ss.Close()
+	changed := make(chan struct{}, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
 	names := func() string {
-		r, err := cs.ListTools(ctx, nil)
+		lr, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var n []string
-		for _, tl := range r.Tools {
+		for _, tl := range lr.Tools {
 			n = append(n, tl.Name)
 		}
 		return strings.Join(n, ",")
 	}
 	if got := names(); got != "calculator" {
-		t.Fatalf("tools %q", got)
+		t.Fatalf("tools = %s", got)
 	}
-	copySkill(t, filepath.Join(examples(t), "text-stats"), filepath.Join(dir, "text-stats"))
-	os.MkdirAll(filepath.Join(dir, "broken"), 0o755)
-	os.WriteFile(filepath.Join(dir, "broken", "SKILL.md"), []byte("no front matter"), 0o644)
-	if err := s.Reload(); err != nil {
+	wait := func(want string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case <-changed:
+				if got := names(); got == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no list_changed leading to tools %q (now %q)", want, names())
+			}
+		}
+	}
+	if err := os.CopyFS(filepath.Join(root, "text-stats"), os.DirFS(filepath.Join(ex, "text-stats"))); err != nil {
 		t.Fatal(err)
 	}
-	waitChanged(t, changed)
-	if got := names(); got != "calculator,text-stats" {
-		t.Errorf("after adding text-stats: %q", got)
-	}
-	if len(warnings) == 0 || !strings.Contains(warnings[0], "broken") {
-		t.Errorf("the broken skill was not reported: %q", warnings)
-	}
-	os.RemoveAll(filepath.Join(dir, "calculator"))
-	if err := s.Reload(); err != nil {
+	wait("calculator,text-stats")
+	if err := os.RemoveAll(filepath.Join(root, "calculator")); err != nil {
 		t.Fatal(err)
 	}
-	waitChanged(t, changed)
-	if got := names(); got != "text-stats" {
-		t.Errorf("after removing calculator: %q", got)
-	}
-}
-
-func copySkill(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, fi.Mode())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func waitChanged(t *testing.T, ch <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no notifications/tools/list_changed")
-	}
+	wait("text-stats")
 }

@@ -524,19 +524,3 @@ func isIdent(s string) bool {
 	}
 	return true
 }
-
-// ToolSchema is the skill's input schema as tool APIs take it (MCP,
-// OpenAI, Anthropic): a fresh copy without "$schema" and "$id", which
-// they reject or ignore, describing an object ("type" added when absent).
-func (s *Skill) ToolSchema() (map[string]any, error) {
-	var schema map[string]any
-	if err := json.Unmarshal(s.Input.Schema, &schema); err != nil {
-		return nil, fmt.Errorf("input schema of %q: %w", s.Name, err)
-	}
-	delete(schema, "$schema")
-	delete(schema, "$id")
-	if _, ok := schema["type"]; !ok {
-		schema["type"] = "object"
-	}
-	return schema, nil
-}

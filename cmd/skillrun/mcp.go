@@ -15,112 +15,103 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/mcpserver"
+	"github.com/skillrun/skillrun/runtime/skill"
 )
 
+// mcpCommand is the `skillrun mcp` verb family.
 func mcpCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "mcp",
-		Usage: "serve skills to agents over the Model Context Protocol",
-		Subcommands: []*cli.Command{
-			mcpServeCommand(e),
-		},
+		Name:        "mcp",
+		Usage:       "serve skills to agents over the Model Context Protocol",
+		Subcommands: []*cli.Command{mcpServeCommand(e)},
 	}
 }
 
 func mcpServeCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
-		Usage: "serve one MCP tool per skill; each call runs in a fresh sandbox",
-		Description: `Serves over stdio (the default: an MCP client starts skillrun as its
-server), or streamable HTTP at /mcp with --http ADDR (localhost protection
-on: a request through a loopback address must name a loopback Host).
-The policy flags are the operator's grants, the same for every call; a
-call only supplies the skill's input. Skills added, changed or removed in
-the --skills folders update the tool list (checked every --rescan).
-stdout belongs to the MCP protocol with stdio: logs go to stderr or --log.`,
+		Usage: "serve every skill as an MCP tool (stdio, or streamable HTTP with --http)",
+		Description: `One tool per skill; every call runs the skill in a fresh sandbox with
+the operator's grants given here (a call brings only its input and cannot
+widen them). stdout carries only the MCP stdio stream; logs go to stderr
+or --log. See docs/mcp.md.`,
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "skills", Usage: "a skill folder, or a folder searched for skills (repeatable)", Required: true},
-			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio"},
-			&cli.DurationFlag{Name: "rescan", Value: 2 * time.Second, Usage: "how often the skill folders are checked for changes (0: never)"},
+			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
+			&cli.DurationFlag{Name: "watch", Value: 2 * time.Second, Usage: "rescan the skill folders this often: skills added, removed or changed update the tool list (0: never)"},
+			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
 		}, policyFlags()...),
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return e.usageError("mcp serve: unexpected argument %q (skills come from --skills)", c.Args().First())
+			if c.NArg() != 0 {
+				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
 			}
-			if c.IsSet("rescan") && c.Duration("rescan") < 0 {
-				return e.usageError("--rescan: must not be negative")
+			rt, err := e.engine(c)
+			if err != nil {
+				return err
 			}
 			opts, err := e.policyOptions(c)
 			if err != nil {
 				return err
 			}
-			rt, err := e.skillEngine(c)
-			if err != nil {
-				return err
-			}
-			srv, err := mcpserver.New(mcpserver.Config{
-				Dirs:    c.StringSlice("skills"),
-				Runtime: rt,
-				Options: opts,
-				Version: version,
-				Warn:    func(m string) { e.log.Warn(m) },
-			})
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version})
 			if err != nil {
 				return e.usageError("mcp serve: %v", err)
 			}
-			e.log.Infof("mcp serve: %d tool(s): %v", len(srv.Tools()), srv.Tools())
+			for _, w := range srv.Warnings() {
+				e.log.Warn(w)
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			if d := c.Duration("rescan"); d > 0 {
-				go rescan(ctx, srv, d, e)
+			// What a killed predecessor left (its sandboxes, their
+			// bundles) goes before the first call.
+			skill.CollectStale(ctx, rt, opts.TempDir)
+			if w := c.Duration("watch"); w > 0 {
+				go srv.Watch(ctx, w, func(m string) { e.log.Warn(m) })
+			} else if w < 0 {
+				return e.usageError("--watch: must not be negative")
 			}
-			if addr := c.String("http"); addr != "" {
-				return serveHTTP(ctx, srv, addr, e)
+			addr := c.String("http")
+			if addr == "" {
+				// Every call's sandbox is tied to ctx: when the client
+				// goes or a signal comes, running sandboxes are killed
+				// and removed before Run returns.
+				err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
+				if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+					return fmt.Errorf("mcp serve: %w", err)
+				}
+				return nil
 			}
-			err = srv.MCP().Run(ctx, &mcp.StdioTransport{})
-			if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) {
-				return fmt.Errorf("mcp serve: %w", err)
-			}
-			return nil
+			return serveHTTP(ctx, e, srv, addr)
 		},
 	}
 }
 
-// rescan reloads the skill folders every d until ctx ends.
-func rescan(ctx context.Context, srv *mcpserver.Server, d time.Duration, e *env) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := srv.Reload(); err != nil {
-				e.log.Warn(err.Error())
-			}
-		}
-	}
-}
-
-// serveHTTP serves streamable HTTP on addr at /mcp until ctx ends. The
-// address it listens on is logged (port 0 picks one).
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, e *env) error {
-	l, err := net.Listen("tcp", addr)
+// serveHTTP serves the streamable HTTP transport on addr at /mcp, with the
+// SDK's DNS-rebinding (localhost) protection on, until ctx ends.
+func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--http: %w", err)
+		return e.usageError("--http %q: %v", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return e.usageError("--http %q: only loopback addresses (127.0.0.1, [::1], localhost) are served", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mcp serve: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	e.log.Infof("mcp serve: streamable HTTP on http://%s/mcp", l.Addr())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-	}()
-	if err := hs.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("--http: %w", err)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	e.log.Infof("mcp serve: listening on http://%s/mcp", ln.Addr())
+	fmt.Fprintf(e.stderr, "mcp serve: listening on http://%s/mcp\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("mcp serve: %w", err)
+	case <-ctx.Done():
 	}
-	return nil
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hs.Shutdown(sctx)
 }

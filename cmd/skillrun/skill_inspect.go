@@ -85,7 +85,7 @@ func skillInspectCommand(e *env) *cli.Command {
 
 // toolDefinition renders a skill in one vendor's tool shape.
 func toolDefinition(sk *spec.Skill, format string) (any, error) {
-	schema, err := sk.ToolSchema()
+	schema, err := mcpserver.Schema(sk)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func toolDefinition(sk *spec.Skill, format string) (any, error) {
 			"input_schema": schema,
 		}, nil
 	case "mcp":
-		// What `skillrun mcp serve` lists.
+		// The very definition `skillrun mcp serve` lists.
 		return mcpserver.Tool(sk)
 	}
 	in := inspection{Skill: sk}
@@ -155,7 +155,7 @@ func skillListCommand(e *env) *cli.Command {
 			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 				return e.usageError("skill list: %q is not a folder", root)
 			}
-			found, err := spec.FindSkills(root)
+			found, err := mcpserver.FindSkills(root)
 			if err != nil {
 				return fmt.Errorf("skill list %q: %w", root, err)
 			}

@@ -171,3 +171,15 @@ func olderThan(name string, d time.Duration) bool {
 	fi, err := os.Lstat(name)
 	return err == nil && time.Since(fi.ModTime()) > d
 }
+
+// CollectStale is the clean-up every Run does first, on its own: it
+// force-deletes the containers and removes the bundle folders that runs
+// killed before their own clean-up (SIGKILL, crash) left in tmp (""
+// means DefaultTempDir()). A long-lived server calls it at start so that
+// what its killed predecessor left goes before the first call.
+func CollectStale(ctx context.Context, rt runtime.Runtime, tmp string) {
+	if tmp == "" {
+		tmp = DefaultTempDir()
+	}
+	collectStale(ctx, rt, tmp)
+}

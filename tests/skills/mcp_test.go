@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,231 +23,442 @@ import (
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
-// sleeperSkill writes a skill that sleeps (the marker in its argv lets the
-// host find its process) under a fresh folder the mode's user can read.
-func sleeperSkill(t *testing.T, m *mode, timeout string) (dir, marker string) {
+// mcpServe starts `skillrun mcp serve` as the mode's user with the
+// example skills and the probe, and connects the SDK's client to it over
+// stdio. The state root is m.tmp/state (checked by assertClean).
+func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 	t.Helper()
-	root := ownedDir(t, m)
-	dir = filepath.Join(root, "sleeper")
-	marker = fmt.Sprintf("sleeper-marker-%d", time.Now().UnixNano())
-	files := map[string]string{
-		"SKILL.md":     "---\nname: sleeper\ndescription: Sleeps for the given seconds.\n---\n# sleeper\n",
-		"sandbox.yaml": fmt.Sprintf("entry: main.py\nargs: [%q]\nlimits:\n  timeout: %s\n", marker, timeout),
-		"main.py":      "import json, sys, time\nreq = json.load(sys.stdin)\ntime.sleep(req.get('seconds', 0))\nprint(json.dumps({'slept': req.get('seconds', 0)}))\n",
+	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve",
+		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
+	cmd := m.command(args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	c := mcp.NewClient(&mcp.Implementation{Name: "skillrun-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect to mcp serve: %v\nstderr: %s", err, stderr.String())
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() {
+		// Closing stdin ends the server; it must leave nothing behind.
+		if err := cs.Close(); err != nil {
+			t.Logf("close: %v", err)
+		}
+		cancel()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", stderr.String())
+		}
+		m.assertClean(t)
+	})
+	return cs
+}
+
+// command is skillrun with args as the mode's user (not started).
+func (m *mode) command(args ...string) *exec.Cmd {
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
+	if m.user != nil {
+		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
+		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), binary)
+		return exec.Command("runuser", append(full, args...)...)
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
+	return cmd
+}
+
+type mcpCall struct {
+	r   *mcp.CallToolResult
+	res skillResult
+}
+
+func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) mcpCall {
+	t.Helper()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s %v: %v", name, args, err)
+	}
+	c := mcpCall{r: r}
+	if r.StructuredContent != nil {
+		b, _ := json.Marshal(r.StructuredContent)
+		if err := json.Unmarshal(b, &c.res); err != nil {
+			t.Fatalf("structured content of %s: %v", name, err)
 		}
 	}
-	if m.user != nil {
-		filepath.Walk(root, func(p string, _ os.FileInfo, _ error) error { return os.Chown(p, m.uid, m.gid) })
-	}
-	return root, marker
+	return c
 }
 
-// structured decodes a tool result's structured content (the skill run
-// result envelope).
-func structured(t *testing.T, r *mcp.CallToolResult) skillResult {
-	t.Helper()
-	var res skillResult
-	b, err := json.Marshal(r.StructuredContent)
-	if err != nil || json.Unmarshal(b, &res) != nil {
-		t.Fatalf("structured content is not a skill result: %v %s", err, b)
-	}
-	return res
-}
-
-func text(r *mcp.CallToolResult) string {
+func (c mcpCall) text() string {
 	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
+	for _, x := range c.r.Content {
+		if tc, ok := x.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text + "\n")
 		}
 	}
 	return b.String()
 }
 
-// TestMCPServeStdio: an MCP client (the official Go SDK) starts
-// `skillrun mcp serve` over stdio, lists the example skills as tools and
-// calls them; failures, refusals and timeouts are tool errors; a call
-// cancelled mid-run kills its sandbox; nothing is left when the client
-// goes away.
-func TestMCPServeStdio(t *testing.T) {
+// TestMCPServe drives `skillrun mcp serve` with the SDK's client over
+// stdio: tools/list equals `skill inspect --format mcp`, calls run in real
+// sandboxes, failures and timeouts are tool errors, calls run
+// concurrently, and closing the session leaves no state behind.
+func TestMCPServe(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		extra, marker := sleeperSkill(t, m, "2s")
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := m.command(ctx, "mcp", "serve", "--skills", filepath.Join(repo, "examples", "skills"), "--skills", extra)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		client := mcp.NewClient(&mcp.Implementation{Name: "skillrun-test", Version: "1"}, nil)
-		session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\nserver stderr: %s", err, stderr.String())
-		}
-		defer session.Close()
-
-		tools, err := session.ListTools(ctx, nil)
+		cs := m.mcpServe(t, "--timeout", "3s")
+		ctx := context.Background()
+		lr, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		names := map[string]*mcp.Tool{}
-		for _, tl := range tools.Tools {
+		for _, tl := range lr.Tools {
 			names[tl.Name] = tl
 		}
-		for _, want := range []string{"calculator", "text-stats", "csv-summary", "fetch-url", "save-note", "sleeper"} {
+		for _, want := range []string{"calculator", "csv-summary", "fetch-url", "json-transform", "save-note", "text-stats", "probe"} {
 			if names[want] == nil {
-				t.Errorf("tool %s not listed (got %v)", want, tools.Tools)
+				t.Errorf("tool %q not listed (got %d tools)", want, len(lr.Tools))
 			}
 		}
-		if c := names["calculator"]; c != nil {
-			schema, _ := json.Marshal(c.InputSchema)
-			if !strings.Contains(string(schema), `"expression"`) || c.Annotations == nil || !c.Annotations.ReadOnlyHint {
-				t.Errorf("calculator tool: schema %s annotations %+v", schema, c.Annotations)
-			}
-			// The same definition as `skill inspect --format mcp`.
-			res := m.run(t, "", "skill", "inspect", "--format", "mcp", filepath.Join(repo, "examples", "skills", "calculator"))
-			var inspected map[string]any
-			if json.Unmarshal([]byte(res.stdout), &inspected) != nil || fmt.Sprint(inspected["inputSchema"]) != fmt.Sprint(c.InputSchema) {
-				t.Errorf("skill inspect --format mcp differs from the served tool:\n%s\n%s", res.stdout, schema)
-			}
+		insp := m.run(t, "", "skill", "inspect", "--format", "mcp", example("csv-summary"))
+		var a, b any
+		if err := json.Unmarshal([]byte(insp.stdout), &a); err != nil {
+			t.Fatalf("inspect: %v\n%s", err, insp)
 		}
-		if f := names["fetch-url"]; f != nil && (f.Annotations == nil || f.Annotations.OpenWorldHint == nil || !*f.Annotations.OpenWorldHint) {
-			t.Errorf("fetch-url declares network hosts but is not open-world: %+v", f.Annotations)
+		lb, _ := json.Marshal(names["csv-summary"])
+		_ = json.Unmarshal(lb, &b)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("tools/list entry\n%v\n!= skill inspect --format mcp\n%v", b, a)
 		}
 
-		call := func(ctx context.Context, name string, args any) (*mcp.CallToolResult, error) {
-			return session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": "2*(3+4)"})
+		if c.r.IsError || !c.res.OK || !strings.Contains(string(c.res.Output), `"result": 14`) && !strings.Contains(string(c.res.Output), `"result":14`) {
+			t.Errorf("calculator: %s", c.text())
 		}
-		r, err := call(ctx, "calculator", map[string]any{"expression": "6 * 7"})
-		if err != nil || r.IsError {
-			t.Fatalf("calculator: %v %s", err, text(r))
+		c = callTool(t, ctx, cs, "calculator", map[string]any{"expression": "1/0"})
+		if !c.r.IsError || c.res.OK {
+			t.Errorf("calculator 1/0 is not a tool error: %s", c.text())
 		}
-		if res := structured(t, r); !res.OK || !strings.Contains(string(res.Output), "42") {
-			t.Errorf("calculator result: %+v", res)
+		c = callTool(t, ctx, cs, "calculator", map[string]any{"expression": strings.Repeat("1", 5000)})
+		if !c.r.IsError || !strings.Contains(c.text(), "invalid input") {
+			t.Errorf("over-long input is not refused: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "fetch-url", map[string]any{"url": "https://example.invalid/"})
+		if !c.r.IsError || !strings.HasPrefix(c.text(), "policy refusal: ") {
+			t.Errorf("fetch-url without network grant: %s", c.text())
+		}
+		c = callTool(t, ctx, cs, "probe", map[string]any{"mode": "sleep"})
+		if !c.r.IsError || c.res.StoppedReason != "timeout" || !strings.HasPrefix(c.text(), "timeout: ") {
+			t.Errorf("sleep past --timeout 3s: %s", c.text())
 		}
 
-		// Four calls at once, each in its own sandbox.
 		var wg sync.WaitGroup
-		errs := make(chan string, 4)
-		for i := 0; i < 4; i++ {
+		start := time.Now()
+		for i := 0; i < 3; i++ {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				r, err := call(ctx, "calculator", map[string]any{"expression": fmt.Sprintf("%d + 1", i)})
-				if err != nil || r.IsError || !strings.Contains(string(structured(t, r).Output), fmt.Sprint(i+1)) {
-					errs <- fmt.Sprintf("concurrent call %d: %v %s", i, err, text(r))
+				c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": fmt.Sprintf("%d+1", i)})
+				if c.r.IsError || !strings.Contains(string(c.res.Output), fmt.Sprint(i+1)) {
+					t.Errorf("concurrent call %d: %s", i, c.text())
 				}
 			}(i)
 		}
 		wg.Wait()
-		close(errs)
-		for e := range errs {
-			t.Error(e)
-		}
+		t.Logf("3 concurrent calls: %s", time.Since(start))
+	})
+}
 
-		// Bad input: a tool error naming it, nothing run.
-		if r, err := call(ctx, "calculator", map[string]any{"nope": 1}); err != nil || !r.IsError || !strings.Contains(text(r), "invalid input") {
-			t.Errorf("bad input: want a tool error: %v %+v", err, r)
-		}
-		// A skill that needs network the operator did not grant.
-		if r, err := call(ctx, "fetch-url", map[string]any{"url": "https://example.com"}); err != nil || !r.IsError || structured(t, r).StoppedReason != "policy" {
-			t.Errorf("fetch-url without a grant: want a policy tool error: %v %s", err, text(r))
-		}
-		// The skill's own timeout (2s).
-		if r, err := call(ctx, "sleeper", map[string]any{"seconds": 30}); err != nil || !r.IsError || structured(t, r).StoppedReason != "timeout" {
-			t.Errorf("sleeper past its timeout: want a timeout tool error: %v %s", err, text(r))
-		}
-
-		// A call the client cancels: the server kills the sandbox.
-		cctx, ccancel := context.WithCancel(ctx)
+// TestMCPCancelKillsSandbox cancels a call mid-run: the server hears
+// notifications/cancelled and the sandbox is killed and removed, proven
+// from the host (its init process is gone, no state, no cgroup).
+func TestMCPCancelKillsSandbox(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		cs := m.mcpServe(t)
+		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := call(cctx, "sleeper", map[string]any{"seconds": 1.5})
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "probe", Arguments: map[string]any{"mode": "sleep"}})
 			done <- err
 		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for len(hostcheck.ProcsWithArg([]string{marker})) == 0 && time.Now().Before(deadline) {
+		stateDir := filepath.Join(m.tmp, "state")
+		var id string
+		pid := 0
+		deadline := time.Now().Add(30 * time.Second)
+		for pid == 0 {
+			if time.Now().After(deadline) {
+				cancel()
+				t.Fatal("no running sandbox appeared in the state root")
+			}
+			ents, _ := os.ReadDir(stateDir)
+			for _, e := range ents {
+				if e.Name() == "@locks" {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "state.json"))
+				if err != nil {
+					continue
+				}
+				var st struct {
+					Pid int `json:"init_process_pid"`
+				}
+				if json.Unmarshal(b, &st) == nil && st.Pid > 0 && hostcheck.Alive(st.Pid) {
+					id, pid = e.Name(), st.Pid
+				}
+			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if len(hostcheck.ProcsWithArg([]string{marker})) == 0 {
-			t.Fatalf("the sleeper's sandbox never showed up on the host")
-		}
-		ccancel()
+		// Let the program really start (python imports) before cancelling.
+		time.Sleep(300 * time.Millisecond)
+		cancel()
 		if err := <-done; err == nil {
-			t.Errorf("a cancelled call returned no error")
+			t.Errorf("cancelled call returned no error")
 		}
-		deadline = time.Now().Add(5 * time.Second)
-		for len(hostcheck.ProcsWithArg([]string{marker})) > 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			ents, _ := os.ReadDir(stateDir)
+			left := len(ents) > 0 && !(len(ents) == 1 && ents[0].Name() == "@locks")
+			if !hostcheck.Alive(pid) && !left {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after cancel: sandbox %s init pid %d alive=%v, state entries %d", id, pid, hostcheck.Alive(pid), len(ents))
+			}
 		}
-		if p := hostcheck.ProcsWithArg([]string{marker}); len(p) > 0 {
-			t.Errorf("the cancelled call's sandbox still runs: %v", p)
+		if dirs := hostcheck.CgroupDirsNamed(id); len(dirs) != 0 {
+			t.Errorf("cgroups left after cancel: %v", dirs)
 		}
-
-		session.Close()
-		if err := cmd.Wait(); err != nil && cmd.ProcessState == nil {
-			t.Errorf("server: %v", err)
-		}
-		if res := m.run(t, "", "list", "--quiet"); strings.TrimSpace(res.stdout) != "" {
-			t.Errorf("containers left after the server exited: %s", res.stdout)
+		// The server still serves.
+		c := callTool(t, context.Background(), cs, "calculator", map[string]any{"expression": "1+1"})
+		if c.r.IsError {
+			t.Errorf("call after cancel: %s", c.text())
 		}
 	})
 }
 
-// TestMCPServeHTTP: the same server over streamable HTTP.
+// TestMCPServeHTTP serves streamable HTTP on a loopback port: the SDK's
+// client lists and calls; a request naming another Host (DNS rebinding)
+// is refused; a non-loopback --http address is a usage error; SIGTERM
+// stops the server and leaves nothing behind.
 func TestMCPServeHTTP(t *testing.T) {
-	forEachMode(t, func(t *testing.T, m *mode) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := m.command(ctx, "mcp", "serve", "--http", "127.0.0.1:0", "--skills", filepath.Join(repo, "examples", "skills", "calculator"))
-		errPipe, err := cmd.StderrPipe()
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	m := &mode{name: "self", uid: os.Geteuid(), gid: os.Getegid()}
+	m.tmp = privateTmp(t, m)
+	if res := m.run(t, "", "mcp", "serve", "--skills", example("calculator"), "--http", "0.0.0.0:0"); res.code != 2 || !strings.Contains(res.stderr, "loopback") {
+		t.Errorf("non-loopback --http: want exit 2 naming loopback\n%s", res)
+	}
+	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", example("calculator"), "--http", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	urlc := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var all string
+		for {
+			n, err := errPipe.Read(buf)
+			all += string(buf[:n])
+			if i := strings.Index(all, "http://"); i >= 0 && strings.Contains(all[i:], "/mcp") {
+				urlc <- all[i : i+strings.Index(all[i:], "/mcp")+4]
+				for err == nil { // keep draining
+					_, err = errPipe.Read(buf)
+				}
+				return
+			}
+			if err != nil {
+				close(urlc)
+				return
+			}
+		}
+	}()
+	var url string
+	select {
+	case url = <-urlc:
+	case <-time.After(30 * time.Second):
+	}
+	if url == "" {
+		t.Fatal("mcp serve --http did not report its address")
+	}
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lr.Tools) != 1 || lr.Tools[0].Name != "calculator" {
+		t.Fatalf("list over HTTP: %v %v", lr, err)
+	}
+	c := callTool(t, ctx, cs, "calculator", map[string]any{"expression": "6*7"})
+	if c.r.IsError || !strings.Contains(string(c.res.Output), "42") {
+		t.Errorf("call over HTTP: %s", c.text())
+	}
+	cs.Close()
+	// DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends
+	// Host: evil.example; the SDK's localhost protection refuses it.
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+	req.Host = "evil.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("request with Host evil.example: status %d, want 403", resp.StatusCode)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("server after SIGTERM: %v", err)
+	}
+	m.assertClean(t)
+}
+
+// TestMCPKilledServerCleanedOnRestart SIGKILLs the server mid-call (its
+// sandbox keeps running, orphaned) and starts it again: the new server
+// removes the orphan's container and bundle at start, before any call.
+func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root (checks the orphaned sandbox's process from the host)")
+	}
+	m := &mode{name: "root"}
+	m.tmp = privateTmp(t, m)
+	start := func() (*exec.Cmd, *mcp.ClientSession) {
+		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", probe())
+		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd, cs
+	}
+	cmd, cs := start()
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "probe", Arguments: map[string]any{"mode": "sleep"}})
+	}()
+	stateDir := filepath.Join(m.tmp, "state")
+	pid := 0
+	var id string
+	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no running sandbox appeared")
+		}
+		ents, _ := os.ReadDir(stateDir)
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(stateDir, e.Name(), "state.json"))
+			var st struct {
+				Pid int `json:"init_process_pid"`
+			}
+			if err == nil && json.Unmarshal(b, &st) == nil && st.Pid > 0 && hostcheck.Alive(st.Pid) {
+				id, pid = e.Name(), st.Pid
+			}
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	cs.Close()
+	t.Cleanup(func() {
+		// Should the test fail, do not leave the orphan sleeping.
+		if hostcheck.Alive(pid) && hostcheck.InOtherPidNS(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for _, d := range hostcheck.CgroupDirsNamed(id) {
+			hostcheck.RemoveCgroup(d)
+		}
+	})
+	time.Sleep(200 * time.Millisecond)
+	if !hostcheck.Alive(pid) {
+		t.Fatalf("the sandbox died with its server: the test proves nothing")
+	}
+	cmd2, cs2 := start()
+	_ = cmd2
+	// Cleaned at start: before any tool call.
+	if _, err := cs2.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); hostcheck.Alive(pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("orphaned sandbox %s (pid %d) still alive after the restart", id, pid)
+		}
+	}
+	if dirs := hostcheck.CgroupDirsNamed(id); len(dirs) != 0 {
+		t.Errorf("cgroups left: %v", dirs)
+	}
+	cs2.Close()
+	m.assertClean(t)
+}
+
+// TestMCPMalformedAndHugeRequests feeds the stdio server raw frames: a
+// 2 MiB argument is refused as invalid input and the server goes on; a
+// malformed JSON-RPC frame, or one over the SDK's frame limit, ends the
+// stream (the SDK cannot resynchronise), and the server exits 1 with a
+// one-line reason, leaving nothing behind.
+func TestMCPMalformedAndHugeRequests(t *testing.T) {
+	frame := func(v any) string { b, _ := json.Marshal(v); return string(b) + "\n" }
+	init := frame(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+		"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}}) +
+		frame(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	callFrame := func(id int, expr string) string {
+		return frame(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": map[string]any{
+			"name": "calculator", "arguments": map[string]any{"expression": expr}}})
+	}
+	forEachMode(t, func(t *testing.T, m *mode) {
+		args := []string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0", "--skills", example("calculator")}
+		// Huge but framed: a tool error, then the next call is served.
+		// stdin stays open until the answers to ids 2 and 3 are in: EOF on stdin
+		// ends the session, dropping calls in flight.
+		cmd := m.command(args...)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		var errb strings.Builder
+		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			cmd.Wait()
-		}()
-		re := regexp.MustCompile(`http://(127\.0\.0\.1:[0-9]+)/mcp`)
-		sc := bufio.NewScanner(errPipe)
-		var url string
-		var seen []string
-		for sc.Scan() {
-			seen = append(seen, sc.Text())
-			if mm := re.FindStringSubmatch(sc.Text()); mm != nil {
-				url = "http://" + mm[1] + "/mcp"
-				break
-			}
-		}
-		if url == "" {
-			t.Fatalf("the server did not say where it listens:\n%s", strings.Join(seen, "\n"))
-		}
 		go func() {
-			for sc.Scan() {
-			}
+			_, _ = io.WriteString(stdin, init+callFrame(2, strings.Repeat("1", 2<<20))+callFrame(3, "6*7"))
 		}()
-		client := mcp.NewClient(&mcp.Implementation{Name: "skillrun-test", Version: "1"}, nil)
-		session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-		if err != nil {
-			t.Fatal(err)
+		var out strings.Builder
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 8<<20)
+		timer := time.AfterFunc(60*time.Second, func() { _ = cmd.Process.Kill() })
+		// Calls run concurrently: the answers come in any order.
+		for seen := 0; seen < 2 && sc.Scan(); {
+			out.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `"id":2`) || strings.Contains(sc.Text(), `"id":3`) {
+				seen++
+			}
 		}
-		defer session.Close()
-		tools, err := session.ListTools(ctx, nil)
-		if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "calculator" {
-			t.Fatalf("tools over HTTP: %v %+v", err, tools)
+		stdin.Close()
+		_ = cmd.Wait()
+		timer.Stop()
+		res := result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+		if res.code != 0 || !strings.Contains(res.stdout, `"id":2`) || !strings.Contains(res.stdout, "invalid input") || !strings.Contains(res.stdout, `\"result\":42`) {
+			t.Errorf("2 MiB argument then a call:\nexit %d\nstdout: %.600s\nstderr: %s", res.code, res.stdout, res.stderr)
 		}
-		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "2 ** 10"}})
-		if err != nil || r.IsError || !strings.Contains(string(structured(t, r).Output), "1024") {
-			t.Fatalf("calculator over HTTP: %v %s", err, text(r))
+		m.assertClean(t)
+		for name, bad := range map[string]string{
+			"malformed": "{this is not json\n",
+			"oversized": callFrame(4, strings.Repeat("1", 40<<20)),
+		} {
+			res := m.run(t, init+bad+callFrame(5, "1+1"), args...)
+			if res.code != 1 || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 || !strings.Contains(res.stderr, "mcp serve: ") || strings.Contains(res.stdout, `"id":5`) {
+				t.Errorf("%s frame: want exit 1 with a one-line reason\nexit %d\nstdout: %.300s\nstderr: %s", name, res.code, res.stdout, res.stderr)
+			}
+			m.assertClean(t)
 		}
 	})
 }
