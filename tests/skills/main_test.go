@@ -141,7 +141,7 @@ func (m *mode) run(t *testing.T, in string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := m.command(ctx, args...)
+	cmd := m.commandContext(ctx, args...)
 	cmd.Stdin = strings.NewReader(in)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -153,9 +153,9 @@ func (m *mode) run(t *testing.T, in string, args ...string) result {
 	return res
 }
 
-// command is skillrun with args, run as the mode's user, its state root
+// commandContext is skillrun with args, run as the mode's user, its state root
 // (root) under the mode's private TMPDIR.
-func (m *mode) command(ctx context.Context, args ...string) *exec.Cmd {
+func (m *mode) commandContext(ctx context.Context, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
 	if m.user != nil {
