@@ -345,7 +345,12 @@ EOF
 	g=(--allow-host "bench.test:$eport" --resolve "bench.test:$eport:127.0.0.1")
 	einput() { printf '{"host": "%s", "port": %s, "path": "%s", "n": %s}' "$1" "$eport" "$2" "$3"; }
 	if err=$("$skillrun" --root "$work/state/skillrun" skill run "${g[@]}" --input "$(einput bench.test /small 1)" "$net" 2>&1 </dev/null); then
-		hf egress none -- "$skillrun" --root "$work/state/skillrun" skill run "$skill"
+		# The same script without network: what the allowlist adds.
+		net0=$work/skills/net0
+		mkdir -p "$net0/scripts"
+		cp "$net/SKILL.md" "$net0/" && cp "$net/scripts/main.py" "$net0/scripts/"
+		printf 'limits:\n  timeout: 60s\n' >"$net0/sandbox.yaml"
+		hf egress none -- "$skillrun" --root "$work/state/skillrun" skill run --input "$(einput bench.test /small 0)" "$net0"
 		hf egress allowlist -- "$skillrun" --root "$work/state/skillrun" skill run "${g[@]}" --input "$(einput bench.test /small 0)" "$net"
 		hf egress allow-100req -- "$skillrun" --root "$work/state/skillrun" skill run "${g[@]}" --input "$(einput bench.test /small 100)" "$net"
 		hf egress host-100req -- "$skillrun" --root "$work/state/skillrun" skill run --network host --input "$(einput 127.0.0.1 /small 100)" "$net"
@@ -472,7 +477,7 @@ targets() {
 	a64=$(median egress allow-64MiB) h64=$(median egress host-64MiB)
 	if [ -n "$a64" ] && [ -n "$h64" ] && [ -n "$en" ]; then
 		o=$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {printf "%.0f%%", 100 * ((h - en) / (a - ea))}')
-		check "allowlist: 64 MiB throughput within 10% of --network host (transfer time ratio)" "$o" "$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {print (h - en) / (a - ea) >= 0.9}')"
+		check "allowlist: 64 MiB throughput within 10% of --network host (transfer time ratio)" "$o" "$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {print ((h - en) / (a - ea) >= 0.9)}')"
 	else check "allowlist: 64 MiB throughput within 10% of --network host" ""; fi
 	lc=$(median skill lcfloor)
 	if [ -n "$lc" ] && [ -n "$py" ]; then
