@@ -348,7 +348,7 @@ EOF
 		# The same script without network: what the allowlist adds.
 		net0=$work/skills/net0
 		mkdir -p "$net0/scripts"
-		cp "$net/SKILL.md" "$net0/" && cp "$net/scripts/main.py" "$net0/scripts/"
+		sed 's/^name: net$/name: net0/' "$net/SKILL.md" >"$net0/SKILL.md" && cp "$net/scripts/main.py" "$net0/scripts/"
 		printf 'limits:\n  timeout: 60s\n' >"$net0/sandbox.yaml"
 		hf egress none -- "$skillrun" --root "$work/state/skillrun" skill run --input "$(einput bench.test /small 0)" "$net0"
 		hf egress allowlist -- "$skillrun" --root "$work/state/skillrun" skill run "${g[@]}" --input "$(einput bench.test /small 0)" "$net"
