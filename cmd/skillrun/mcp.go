@@ -44,7 +44,8 @@ or --log. See docs/mcp.md.`,
 			if c.NArg() != 0 {
 				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
 			}
-			rt, err := e.engine(c)
+			// As skill run: a delegated systemd scope when the host offers one.
+			rt, err := e.skillEngine(c)
 			if err != nil {
 				return err
 			}
