@@ -136,10 +136,13 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	memDir := c.cgroups["memory"]
 	// "sub" in every hierarchy the container has, "only" in pids alone.
 	var made []string
+	seen := map[string]bool{}
 	for _, d := range c.cgroups {
-		if filepath.Base(d) != c.id {
+		// Co-mounted controllers (net_cls,net_prio) share a folder.
+		if filepath.Base(d) != c.id || seen[d] {
 			continue
 		}
+		seen[d] = true
 		sub := filepath.Join(d, "sub")
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)

@@ -430,7 +430,8 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	// directory we read directly).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(e.state, "sandboxes", "sb1", "workspace", "supervisor.json")); err == nil || time.Now().After(deadline) {
+		// Complete, not merely created: the supervisor may be writing it.
+		if b, err := os.ReadFile(filepath.Join(e.state, "sandboxes", "sb1", "workspace", "supervisor.json")); (err == nil && json.Valid(b)) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
