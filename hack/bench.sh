@@ -333,7 +333,9 @@ if [ "$skill_ok" = 1 ]; then
 	cat >"$net/scripts/main.py" <<'EOF'
 import http.client, json, socket, sys
 req = json.load(sys.stdin)
-addr = socket.gethostbyname(req["host"])  # one lookup: the loop measures connections
+# One lookup (none without requests: the no-network twin has no DNS), so
+# the loop measures connections.
+addr = socket.gethostbyname(req["host"]) if req.get("n") else None
 n = 0
 for _ in range(req.get("n", 0)):
     c = http.client.HTTPConnection(addr, req["port"], timeout=30)
