@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -141,6 +142,15 @@ done()
 		m.run(p, sk, runOpts{args: []string{"skill", "run", "--input", mustJSON(map[string]any{"inject": inject}), sk.dir}, tty: slave})
 		inq, _ := unix.IoctlGetInt(int(slave.Fd()), unix.TIOCINQ)
 		slave.Close()
+		// Drain first: the reader stops with EIO once every byte the
+		// run wrote is read (closing the master now could cut the
+		// result short).
+		drained := make(chan struct{})
+		go func() { wg.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(10 * time.Second):
+		}
 		master.Close()
 		wg.Wait()
 		term := buf.String()
