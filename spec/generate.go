@@ -144,7 +144,14 @@ func Generate(s *Skill, platform string, opts ...Option) (*specs.Spec, error) {
 
 // processArgs is the entry point's command line with the skill at root.
 func processArgs(s *Skill, root string, o *options) []string {
+	if o.command != nil {
+		return clone(o.command)
+	}
 	args := append([]string(nil), s.Entry.Interpreter...)
+	if d := o.deps; d != nil && d.Python != "" && s.Entry.Kind == KindPython && len(args) > 0 {
+		// The environment's venv runs on the same base interpreter.
+		args[0] = EnvMount + "/python/bin/python3"
+	}
 	args = append(args, path.Join(root, s.Entry.Path))
 	args = append(args, s.Manifest.Args...)
 	return append(args, o.args...)
@@ -344,6 +351,14 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if p.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: WorkspaceMount, Type: "bind", Source: p.Workspace, Options: clone(rwBind)})
 	}
+	env := processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount)
+	if d := o.deps; d != nil {
+		mounts = append(mounts, specs.Mount{Destination: EnvMount, Type: "bind", Source: d.Dir, Options: clone(roBind)})
+		if d.Node {
+			mounts = append(mounts, specs.Mount{Destination: NodeModulesMount, Type: "bind", Source: filepath.Join(d.Dir, "node", "node_modules"), Options: clone(roBind)})
+			env = append(env, "NODE_PATH="+NodeModulesMount)
+		}
+	}
 
 	namespaces := []specs.LinuxNamespace{
 		{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace}, {Type: specs.UTSNamespace},
@@ -377,7 +392,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		Process: &specs.Process{
 			User:            specs.User{UID: 0, GID: 0},
 			Args:            withRlimitWrapper(p, processArgs(s, SkillMount, o)),
-			Env:             processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount),
+			Env:             env,
 			Cwd:             ScratchMount,
 			Capabilities:    &specs.LinuxCapabilities{},
 			Rlimits:         append(rlimits(p), fallbackRlimits(p)...),
@@ -418,6 +433,9 @@ var darwinSystemPaths = []string{
 func generateDarwin(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if o.bundleDir == "" {
 		return nil, errors.New("generate: darwin: the bundle folder is not set (WithBundleDir): the scratch folder lives in it")
+	}
+	if o.deps != nil {
+		return nil, errors.New("generate: darwin: dependency environments are built and mounted on Linux only")
 	}
 	scratch := filepath.Join(o.bundleDir, "scratch")
 	var mounts []specs.Mount

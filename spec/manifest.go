@@ -57,6 +57,9 @@ type Manifest struct {
 	// Env names the environment variables the skill may receive. Values
 	// come only from the operator (skill run --env).
 	Env []string `yaml:"env" json:"env,omitempty"`
+	// Dependencies are packages the skill imports (instead of
+	// requirements.txt or package.json), resolved by `skill prepare`.
+	Dependencies ManifestDependencies `yaml:"dependencies" json:"dependencies,omitempty"`
 }
 
 // ManifestInput is the manifest's input section.

@@ -168,6 +168,35 @@ type options struct {
 	fallback  bool
 	nprocNS   bool
 	prlimit   string
+	deps      *DepsEnv
+	command   []string
+	cmdEnv    map[string]string
+}
+
+// DepsEnv is a prepared dependency environment (package skillenv) that a
+// Linux sandbox mounts read-only at EnvMount.
+type DepsEnv struct {
+	// Dir is the environment's host folder.
+	Dir string
+	// Python, when set, is the venv's base interpreter name
+	// ("python3.11"): Dir/python is a venv whose bin/python3 runs a
+	// Python entry point, with -s -E kept.
+	Python string
+	// Node says Dir/node/node_modules holds Node packages, mounted at
+	// NodeModulesMount.
+	Node bool
+}
+
+// WithDeps mounts the prepared environment env (Linux only).
+func WithDeps(env *DepsEnv) Option { return func(o *options) { o.deps = env } }
+
+// WithCommand replaces the entry point's command line with args and adds
+// env to the environment: the runner's own programs (the dependency
+// builder) in the skill's sandbox. env is not checked against the
+// manifest's declared variables (the runner sets it, not the operator),
+// but reserved variables are still refused.
+func WithCommand(args []string, env map[string]string) Option {
+	return func(o *options) { o.command, o.cmdEnv = args, env }
 }
 
 // WithNetwork sets the network mode the operator grants: "none", "allow"
@@ -360,6 +389,12 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	case ws == WorkspaceRequired:
 		return nil, &PolicyError{Field: "filesystem.workspace", Reason: fmt.Sprintf(
 			"skill %q needs a writable workspace (%s filesystem.workspace: required) and none was granted; grant one with --workspace DIR", s.Name, ManifestFile)}
+	}
+	for k, v := range o.cmdEnv {
+		if reservedEnv[k] || !envNameRE.MatchString(k) {
+			return nil, fmt.Errorf("command environment: %q cannot be set", k)
+		}
+		p.Env[k] = v
 	}
 	p.Writable = append([]string(nil), m.Filesystem.Writable...)
 	if o.fallback {

@@ -51,6 +51,8 @@ type Skill struct {
 	Entry Entry `json:"entry"`
 	// Input describes the skill's input.
 	Input Input `json:"input"`
+	// Deps are the packages the skill declares it imports.
+	Deps Dependencies `json:"dependencies,omitempty"`
 
 	// compiled is the declared input schema, compiled once by Load.
 	compiled *jsonschema.Resolved
@@ -104,6 +106,9 @@ func Load(dir string) (*Skill, error) {
 		if err := s.resolveEntry(); err != nil {
 			errs = append(errs, err)
 		} else if err := s.resolveInput(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.resolveDeps(); err != nil {
 			errs = append(errs, err)
 		}
 	}

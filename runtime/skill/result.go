@@ -71,8 +71,28 @@ type Result struct {
 	// Network is what a skill under a network allowlist reached and was
 	// refused (absent otherwise).
 	Network *Network `json:"network,omitempty"`
+	// Environment is the dependency environment the skill ran with
+	// (absent when it declares no dependencies).
+	Environment *EnvInfo `json:"environment,omitempty"`
 	// Warnings are grants beyond the manifest and limits not enforced.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// EnvInfo describes a skill's dependency environment in a result.
+type EnvInfo struct {
+	// Key is the environment's content-addressed key (sha256, hex).
+	Key string `json:"key"`
+	// Built is true when this run built it first (a cache miss).
+	Built bool `json:"built"`
+	// BuildMS is how long that build took.
+	BuildMS int64 `json:"build_ms,omitempty"`
+	// Python and Node list the installed packages as name==version /
+	// name@version.
+	Python []string `json:"python,omitempty"`
+	Node   []string `json:"node,omitempty"`
+	// Build is the build's own result (its network report, usage) when
+	// this run built the environment.
+	Build *Result `json:"build,omitempty"`
 }
 
 // Usage is the resources a run consumed.

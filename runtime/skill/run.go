@@ -59,6 +59,22 @@ type Options struct {
 	ID string
 	// Warn receives warnings (grants beyond the manifest); nil discards.
 	Warn func(string)
+	// Deps provides the dependency environment of a skill that declares
+	// packages (package skillenv); nil runs such a skill without one.
+	Deps DepsProvider
+	// Command, when set, runs instead of the skill's entry point, in the
+	// skill's sandbox, with CommandEnv added to its environment: the
+	// runner's own programs (the dependency builder). The input is not
+	// checked against the skill's schema then.
+	Command    []string
+	CommandEnv map[string]string
+}
+
+// DepsProvider gives a run the skill's prepared dependency environment.
+type DepsProvider interface {
+	// Acquire returns the environment of sk, building it first when the
+	// provider may; release is called once the run no longer needs it.
+	Acquire(ctx context.Context, sk *spec.Skill) (env *spec.DepsEnv, info *EnvInfo, release func(), err error)
 }
 
 var (
@@ -71,13 +87,15 @@ var (
 // bad input is an *InputError; other errors are skillrun failures. The
 // bundle folder and the container are always removed.
 func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, opts Options) (*Result, error) {
-	obj, err := sk.ValidateInput(input)
-	if err != nil {
-		return nil, &InputError{Err: err}
-	}
-	argv, err := sk.Argv(obj)
-	if err != nil {
-		return nil, &InputError{Err: err}
+	var argv []string
+	if opts.Command == nil {
+		obj, err := sk.ValidateInput(input)
+		if err != nil {
+			return nil, &InputError{Err: err}
+		}
+		if argv, err = sk.Argv(obj); err != nil {
+			return nil, &InputError{Err: err}
+		}
 	}
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("{}")
@@ -105,6 +123,15 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 		}
 	}
 	res := &Result{Skill: sk.Name, ExitCode: -1}
+	if opts.Command == nil && opts.Deps != nil && !sk.Deps.Empty() && platform == "linux" {
+		env, info, release, err := opts.Deps.Acquire(ctx, sk)
+		if err != nil {
+			return nil, fmt.Errorf("skill %q: dependencies: %w", sk.Name, err)
+		}
+		defer release()
+		res.Environment = info
+		sopts = append(sopts, spec.WithDeps(env))
+	}
 	policy, err := spec.Resolve(sk, sopts...)
 	if err != nil {
 		var pe *spec.PolicyError
@@ -280,6 +307,17 @@ func Bundle(dir string, sk *spec.Skill, argv []string, opts Options) (*spec.Poli
 	}
 	uid, gid := HostID(sk.Dir, opts.Workspace)
 	sopts := specOptions(opts, uid, gid, argv)
+	if opts.Deps != nil && !sk.Deps.Empty() && platform == "linux" {
+		// The bundle names the environment's folder; it outlives this
+		// call (Collect may remove it once unused, like any bundle's
+		// host paths).
+		env, _, release, err := opts.Deps.Acquire(context.Background(), sk)
+		if err != nil {
+			return nil, fmt.Errorf("skill %q: dependencies: %w", sk.Name, err)
+		}
+		release()
+		sopts = append(sopts, spec.WithDeps(env))
+	}
 	policy, err := spec.Resolve(sk, sopts...)
 	if err != nil {
 		if errors.Is(err, spec.ErrPolicy) {
@@ -333,6 +371,7 @@ func specOptions(opts Options, uid, gid uint32, argv []string) []spec.Option {
 		spec.WithOutputLimit(opts.OutputLimit), spec.WithEnv(opts.Env), spec.WithWorkspace(opts.Workspace),
 		spec.WithHostID(uid, gid), spec.WithArgs(argv...),
 		spec.WithAllowHosts(opts.AllowHosts...), spec.WithResolve(opts.Resolve...),
+		spec.WithCommand(opts.Command, opts.CommandEnv),
 	}
 }
 
