@@ -31,6 +31,11 @@ func ReapOrphans(binaryPath string) {
 		rb = rb[:15] // /proc/PID/stat's comm is truncated to 15 bytes
 	}
 	own[rb] = true
+	// A zombie child of ours may be a direct child whose exec.Cmd.Wait is
+	// about to collect it (a "go build" the test ran): reaping it would
+	// make that Wait fail with ECHILD. Orphans are reaped only once they
+	// have stayed zombies for a while.
+	seen := map[int]time.Time{}
 	for {
 		time.Sleep(30 * time.Millisecond)
 		ents, _ := os.ReadDir("/proc")
@@ -52,6 +57,13 @@ func ReapOrphans(binaryPath string) {
 			if len(f) < 2 || f[0] != "Z" || f[1] != self || own[st[open+1:closeIdx]] {
 				continue
 			}
+			if first, ok := seen[pid]; !ok {
+				seen[pid] = time.Now()
+				continue
+			} else if time.Since(first) < 2*time.Second {
+				continue
+			}
+			delete(seen, pid)
 			var ws unix.WaitStatus
 			_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 		}
