@@ -39,7 +39,7 @@ or --log. See docs/mcp.md.`,
 			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
 			&cli.DurationFlag{Name: "watch", Value: 2 * time.Second, Usage: "rescan the skill folders this often: skills added, removed or changed update the tool list (0: never)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
-		}, policyFlags()...),
+		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
@@ -51,6 +51,11 @@ or --log. See docs/mcp.md.`,
 			}
 			opts, err := e.policyOptions(c)
 			if err != nil {
+				return err
+			}
+			// A skill that declares packages gets its environment, built
+			// on its first call when missing (skill prepare builds ahead).
+			if opts.Deps, err = e.depsManager(c, rt, true); err != nil {
 				return err
 			}
 			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version})

@@ -28,6 +28,7 @@ Exit codes of "skill run": 0 ok, 1 skillrun error, 2 bad input or usage,
 			skillListCommand(e),
 			skillBundleCommand(e),
 			skillRunCommand(e),
+			skillPrepareCommand(e),
 		},
 	}
 }

@@ -199,7 +199,7 @@ func skillBundleCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "bundle folder to create (must be missing or empty)", Required: true},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "input JSON, validated and turned into arguments for argparse skills"},
 			&cli.StringFlag{Name: "platform", Value: "linux", Usage: "linux or darwin"},
-		}, policyFlags()...),
+		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			sk, err := e.loadSkill(c)
 			if err != nil {
@@ -210,6 +210,17 @@ func skillBundleCommand(e *env) *cli.Command {
 				return err
 			}
 			opts.Platform = c.String("platform")
+			if !sk.Deps.Empty() && opts.Platform == "linux" {
+				// The bundle mounts the skill's environment, built first
+				// when missing.
+				rt, err := e.skillEngine(c)
+				if err != nil {
+					return err
+				}
+				if opts.Deps, err = e.depsManager(c, rt, true); err != nil {
+					return err
+				}
+			}
 			// The input is optional here: the bundled process reads its
 			// input from stdin when run. Given, it is validated and, for
 			// argparse skills, baked into the command line.

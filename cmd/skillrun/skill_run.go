@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/skillenv"
 )
 
 // maxInput bounds the input document read from a flag, file or stdin.
@@ -32,7 +34,8 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "input JSON object"},
 			&cli.StringFlag{Name: "input-file", Usage: "read the input JSON from this file ('-' for stdin)"},
 			&cli.StringFlag{Name: "format", Value: "json", Usage: "result format: json or text"},
-		}, policyFlags()...),
+			&cli.BoolFlag{Name: "no-prepare", Usage: "never build a missing dependency environment (fail instead): the run touches no network beyond the skill's own grants"},
+		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			format := c.String("format")
 			if format != "json" && format != "text" {
@@ -57,12 +60,20 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			if err != nil {
 				return err
 			}
+			if !sk.Deps.Empty() {
+				if opts.Deps, err = e.depsManager(c, rt, !c.Bool("no-prepare")); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			res, err := skill.Run(ctx, rt, sk, input, opts)
 			if err != nil {
 				if skill.IsInputError(err) {
 					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+				}
+				if errors.Is(err, skillenv.ErrNotPrepared) {
+					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill run %q: %w", sk.Name, err))
 				}
 				return fmt.Errorf("skill run %q: %w", sk.Name, err)
 			}

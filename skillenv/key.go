@@ -1,0 +1,235 @@
+package skillenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	goruntime "runtime"
+	"sort"
+	"strings"
+
+	"github.com/skillrun/skillrun/spec"
+)
+
+// keyVersion changes when the environment layout or the build changes.
+const keyVersion = 1
+
+// sandboxPath is the sandbox's PATH, whose folders are the host's (the
+// sandbox binds /usr and the top-level links): the interpreter a skill
+// runs is found the same way on the host.
+var sandboxPath = []string{"/usr/local/bin", "/usr/bin", "/bin"}
+
+// Interpreter identifies an interpreter binary: a new build of it (its
+// size or modification time changes) gives a new key.
+type Interpreter struct {
+	// Path is the resolved, symlink-free path.
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime_ns"`
+}
+
+// lookInterpreter resolves name (a bare name looked up on the sandbox's
+// PATH, or an absolute path) to a regular executable.
+func lookInterpreter(name string) (Interpreter, error) {
+	cands := []string{name}
+	if !filepath.IsAbs(name) {
+		cands = cands[:0]
+		for _, d := range sandboxPath {
+			cands = append(cands, filepath.Join(d, name))
+		}
+	}
+	for _, c := range cands {
+		real, err := filepath.EvalSymlinks(c)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(real)
+		if err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+			continue
+		}
+		return Interpreter{Path: real, Size: fi.Size(), MTime: fi.ModTime().UnixNano()}, nil
+	}
+	return Interpreter{}, fmt.Errorf("interpreter %q not found on %s", name, strings.Join(sandboxPath, ":"))
+}
+
+var pythonVersionRE = regexp.MustCompile(`^python(\d+\.\d+)$`)
+
+// pythonName is the base interpreter's name, "python3.11": a venv's
+// site-packages folder is lib/<name>/site-packages.
+func pythonName(in Interpreter) (string, error) {
+	base := filepath.Base(in.Path)
+	if !pythonVersionRE.MatchString(base) {
+		return "", fmt.Errorf("cannot tell the Python version of %s (want an executable named pythonX.Y)", in.Path)
+	}
+	return base, nil
+}
+
+// Policy is the install policy that is part of an environment's key.
+type Policy struct {
+	// SourceBuilds lets pip build source distributions (runs their
+	// setup code, in the build sandbox); default: binary wheels only.
+	SourceBuilds bool
+	// InstallScripts lets npm run packages' install scripts (in the build
+	// sandbox); default: --ignore-scripts.
+	InstallScripts bool
+}
+
+// Plan is what one environment holds: computed from a skill without
+// building anything.
+type Plan struct {
+	// Key is the content address (hex sha256).
+	Key    string
+	Python *PythonPlan
+	Node   *NodePlan
+	Policy Policy
+}
+
+// PythonPlan is the Python half of a plan.
+type PythonPlan struct {
+	Deps        *spec.PythonDeps
+	Interpreter Interpreter
+	// Name is "python3.11".
+	Name string
+}
+
+// NodePlan is the Node half of a plan.
+type NodePlan struct {
+	Deps        *spec.NodeDeps
+	Interpreter Interpreter
+	// LocalDigests are the sha256 of the file: dependencies' contents.
+	LocalDigests map[string]string
+	// Dir is the skill folder the file: dependencies are in.
+	Dir string
+}
+
+// PlanFor computes the plan (and key) of skill sk's environment, or nil
+// when it declares no dependencies. Cheap: it stats the interpreters and
+// hashes the declarations, reads no environment.
+func PlanFor(sk *spec.Skill, pol Policy) (*Plan, error) {
+	if sk.Deps.Empty() {
+		return nil, nil
+	}
+	p := &Plan{Policy: pol}
+	type keyDoc struct {
+		Version  int               `json:"v"`
+		Platform string            `json:"platform"`
+		Python   any               `json:"python,omitempty"`
+		Node     any               `json:"node,omitempty"`
+		Policy   map[string]bool   `json:"policy"`
+		Local    map[string]string `json:"local,omitempty"`
+	}
+	doc := keyDoc{Version: keyVersion, Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Policy: map[string]bool{}}
+	if d := sk.Deps.Python; d != nil {
+		name := "python3"
+		if sk.Entry.Kind == spec.KindPython && len(sk.Entry.Interpreter) > 0 {
+			name = sk.Entry.Interpreter[0]
+		}
+		in, err := lookInterpreter(name)
+		if err != nil {
+			return nil, fmt.Errorf("python: %w", err)
+		}
+		pn, err := pythonName(in)
+		if err != nil {
+			return nil, fmt.Errorf("python: %w", err)
+		}
+		p.Python = &PythonPlan{Deps: d, Interpreter: in, Name: pn}
+		doc.Python = map[string]any{"requirements": d.Requirements, "lock": d.Lock, "interpreter": in}
+		doc.Policy["source_builds"] = pol.SourceBuilds
+	}
+	if d := sk.Deps.Node; d != nil {
+		name := "node"
+		if sk.Entry.Kind == spec.KindNode && len(sk.Entry.Interpreter) > 0 {
+			name = sk.Entry.Interpreter[0]
+		}
+		in, err := lookInterpreter(name)
+		if err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		np := &NodePlan{Deps: d, Interpreter: in, Dir: sk.Dir, LocalDigests: map[string]string{}}
+		for _, rel := range d.LocalFiles {
+			sum, err := treeSum(filepath.Join(sk.Dir, filepath.FromSlash(rel)))
+			if err != nil {
+				return nil, fmt.Errorf("node: %s: %w", rel, err)
+			}
+			np.LocalDigests[rel] = sum
+		}
+		p.Node = np
+		doc.Node = map[string]any{"dependencies": d.Dependencies, "lock": d.Lock, "interpreter": in}
+		doc.Local = np.LocalDigests
+		doc.Policy["install_scripts"] = pol.InstallScripts
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	p.Key = hex.EncodeToString(sum[:])
+	return p, nil
+}
+
+// treeSum hashes a file, or a folder's files (paths, modes and contents),
+// without following symlinks out of it.
+func treeSum(root string) (string, error) {
+	h := sha256.New()
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().IsRegular() {
+		if err := hashFile(h, root); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}
+	if !fi.IsDir() {
+		return "", errors.New("not a file or folder")
+	}
+	var paths []string
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s\x00%o\x00", rel, fi.Mode())
+		switch {
+		case fi.Mode().IsRegular():
+			if err := hashFile(h, p); err != nil {
+				return "", err
+			}
+		case fi.Mode()&os.ModeSymlink != 0:
+			t, _ := os.Readlink(p)
+			io.WriteString(h, t)
+		}
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(w io.Writer, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
