@@ -28,6 +28,12 @@ type Index struct {
 	PipIndexURL string
 	// NpmRegistry is an npm registry.
 	NpmRegistry string
+	// PipCert and NpmCAFile are CA bundles (host paths) the operator's
+	// pip (PIP_CERT, pip.conf cert) and Node/npm (NODE_EXTRA_CA_CERTS,
+	// ~/.npmrc cafile) trust; copied into the build. Empty: the sandbox's
+	// defaults (the host's /etc/ssl for pip, Node's bundled roots).
+	PipCert   string
+	NpmCAFile string
 }
 
 // OperatorIndex reads the operator's own index settings: PIP_INDEX_URL,
@@ -55,6 +61,15 @@ func OperatorIndex() Index {
 				ix.PipIndexURL = v
 			}
 		}
+	}
+	if v := os.Getenv("PIP_CERT"); v != "" {
+		ix.PipCert = v
+	}
+	if v := os.Getenv("NODE_EXTRA_CA_CERTS"); v != "" {
+		ix.NpmCAFile = v
+	}
+	if home, err := os.UserHomeDir(); err == nil && ix.NpmCAFile == "" {
+		ix.NpmCAFile = iniValue(filepath.Join(home, ".npmrc"), nil, "cafile")
 	}
 	for _, k := range []string{"npm_config_registry", "NPM_CONFIG_REGISTRY"} {
 		if v := os.Getenv(k); v != "" && ix.NpmRegistry == "" {

@@ -325,6 +325,13 @@ func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging
 		if a.Insecure != "" {
 			args = append(args, "--trusted-host", a.Insecure)
 		}
+		if m.Index.PipCert != "" {
+			p, err := stageCA(staging, m.Index.PipCert, "pip-ca.pem")
+			if err != nil {
+				return "", nil, opts, err
+			}
+			args = append(args, "--cert", p)
+		}
 		if m.Policy.SourceBuilds {
 			// Source builds use the interpreter's own setuptools (no
 			// build isolation: that would fetch build tools).
@@ -387,12 +394,37 @@ func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging
 		script = append(script, "echo '== npm "+verb+"'", "cd /workspace/node", shellJoin(args),
 			// An environment without any package still has the folder.
 			"mkdir -p /workspace/node/node_modules")
-		env["npm_config_userconfig"] = "/dev/null"
-		env["npm_config_globalconfig"] = "/dev/null"
+		if m.Index.NpmCAFile != "" {
+			p, err := stageCA(staging, m.Index.NpmCAFile, "npm-ca.pem")
+			if err != nil {
+				return "", nil, opts, err
+			}
+			env["NODE_EXTRA_CA_CERTS"] = p
+		}
+		env["npm_config_userconfig"] = "/tmp/.npmrc-user-none"
+		env["npm_config_globalconfig"] = "/tmp/.npmrc-global-none"
 		mk.Node = true
 	}
-	script = append(script, "echo '== done'")
+	// The build's own inputs are not part of the environment.
+	script = append(script, "rm -rf /workspace/.build", "echo '== done'")
 	return strings.Join(script, "\n"), env, opts, nil
+}
+
+// stageCA copies an operator's CA bundle into the build's inputs and
+// returns its path in the sandbox.
+func stageCA(staging, host, name string) (string, error) {
+	b, err := os.ReadFile(host)
+	if err != nil {
+		return "", fmt.Errorf("CA bundle: %w", err)
+	}
+	dir := filepath.Join(staging, ".build")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		return "", err
+	}
+	return "/workspace/.build/" + name, nil
 }
 
 // collect reads what the build installed into the marker and saves the

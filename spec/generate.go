@@ -330,10 +330,15 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	for _, d := range layout.EtcDirs {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
-	if p.Network == NetworkHost {
+	if p.Network == NetworkHost || p.Network == NetworkAllowlist {
+		// The host's CA certificates (public, no secrets) let HTTPS
+		// clients verify the hosts they may reach; under the allowlist
+		// resolv.conf is generated (the egress DNS), not the host's.
 		for _, f := range layout.NetworkEtc {
 			if f == "/etc/resolv.conf" {
-				etcCopy = append(etcCopy, f) // a file: copied
+				if p.Network == NetworkHost {
+					etcCopy = append(etcCopy, f) // a file: copied
+				}
 				continue
 			}
 			mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})
