@@ -181,7 +181,9 @@ func Digest(root string) (string, int, int64, error) {
 		if err != nil {
 			return err
 		}
-		if p == filepath.Join(root, MarkerFile) {
+		// The marker and the top folder's own mode (it is sealed after
+		// the rename into place) are not content.
+		if p == filepath.Join(root, MarkerFile) || p == root {
 			return nil
 		}
 		paths = append(paths, p)
@@ -296,6 +298,9 @@ func (c Cache) install(staging string, m *Marker) error {
 	}
 	dst := c.EnvDir(m.Key)
 	if _, err := os.Lstat(dst); err == nil {
+		// Moving a folder to another parent rewrites its "..": it must
+		// be writable.
+		_ = os.Chmod(dst, 0o755)
 		old := staging + ".old"
 		if err := os.Rename(dst, old); err != nil {
 			return err

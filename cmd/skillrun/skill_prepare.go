@@ -27,6 +27,8 @@ func depsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "env-cache", EnvVars: []string{"SKILLRUN_ENV_CACHE"}, Usage: "dependency environment cache (default: /var/lib/skillrun/envs as root, ~/.cache/skillrun/envs otherwise)"},
 		&cli.StringFlag{Name: "pip-index-url", Usage: "PEP 503 index builds install Python packages from (default: PIP_INDEX_URL, pip.conf's index-url, else PyPI)"},
 		&cli.StringFlag{Name: "npm-registry", Usage: "npm registry builds install Node packages from (default: npm_config_registry, ~/.npmrc's registry, else registry.npmjs.org)"},
+		&cli.StringFlag{Name: "pip-cert", Usage: "CA bundle pip trusts for the index (default: PIP_CERT; else the host's /etc/ssl)"},
+		&cli.StringFlag{Name: "npm-cafile", Usage: "extra CA bundle Node trusts for the registry (default: NODE_EXTRA_CA_CERTS, ~/.npmrc's cafile)"},
 		&cli.BoolFlag{Name: "allow-source-builds", Usage: "let pip build source distributions (runs their setup code, in the build sandbox); default: binary wheels only"},
 		&cli.BoolFlag{Name: "allow-install-scripts", Usage: "let npm run install scripts (in the build sandbox); default: --ignore-scripts"},
 		&cli.DurationFlag{Name: "build-timeout", Value: skillenv.DefaultBuildTimeout, Usage: "wall-clock limit of one environment build"},
@@ -50,6 +52,12 @@ func (e *env) depsManager(c *cli.Context, rt runtime.Runtime, build bool) (*skil
 	}
 	if v := c.String("npm-registry"); v != "" {
 		ix.NpmRegistry = v
+	}
+	if v := c.String("pip-cert"); v != "" {
+		ix.PipCert = v
+	}
+	if v := c.String("npm-cafile"); v != "" {
+		ix.NpmCAFile = v
 	}
 	if c.Duration("build-timeout") <= 0 {
 		return nil, e.usageError("--build-timeout: must be positive")
