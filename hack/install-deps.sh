@@ -8,7 +8,7 @@
 set -euo pipefail
 
 want_build=(libseccomp-dev pkg-config gcc make)
-want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 nodejs iproute2 procps psmisc util-linux strace)
+want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip nodejs iproute2 procps psmisc util-linux strace)
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 want_proto=(protobuf-compiler)
@@ -50,6 +50,15 @@ go_tools() {
 	case "${1:-build}" in
 	proto) proto_plugins ;;
 	test | bench | all)
+		# npm: Debian's package, unless the machine's Node.js already
+		# ships one (NodeSource's does, and conflicts with Debian's).
+		if ! command -v npm >/dev/null; then
+			if [ "$(id -u)" -ne 0 ]; then
+				echo "install-deps: npm missing; run as root" >&2
+				exit 1
+			fi
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >&2
+		fi
 		local tools
 		tools=$(cd "$(dirname "$0")/.." && pwd)/bin/tools
 		[ -x "$tools/grpcurl" ] || GOBIN=$tools go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"

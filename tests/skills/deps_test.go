@@ -540,7 +540,7 @@ func TestDepsInstallContained(t *testing.T) {
 		for _, scripts := range []bool{false, true} {
 			cache := envCache(t, m)
 			sk := depsSkill(t, "evildeps", map[string]string{
-				"package.json": `{"dependencies":{"evil":"file:evil-1.0.0.tgz"}}`,
+				"package.json":   `{"dependencies":{"evil":"file:evil-1.0.0.tgz"}}`,
 				"evil-1.0.0.tgz": string(tgz),
 				"main.js":        "console.log(JSON.stringify({evil: require('evil')}));\n",
 			})
