@@ -80,6 +80,23 @@ demo() {
 		echo "  !! $ws/notes/demo.md was not written"
 		failures=$((failures + 1))
 	fi
+	# A skill with a third-party package (npm "slugify", pinned by its
+	# package-lock.json): prepared once, sandboxed, network only to the
+	# registry; then every run mounts the read-only environment.
+	local envs
+	envs=$(mktemp -d /tmp/skillrun-demo-envs.XXXXXX)
+	chmod 0755 "$envs"
+	[ $# -gt 0 ] && [ "$(id -u)" -eq 0 ] && chown "$user:" "$envs"
+	printf '%-15s' "slugify prep"
+	if "$@" "$bin" skill prepare --env-cache "$envs/c" "$skills/slugify" >"$envs.out" 2>"$envs.err"; then
+		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); b=(r.get("build") or {}); print("  %-12s %5d ms  %s, build network %s" % (r["status"], r.get("build_ms", 0), ",".join(r.get("node") or []), ((b.get("network") or {}).get("hosts"))))' "$envs.out"
+		run_one 0 slugify "$@" "$bin" skill run --env-cache "$envs/c" --no-prepare --input '{"titles": ["Hello, World!", "Crème brûlée à la carte"]}' "$skills/slugify"
+	else
+		echo "  !! skill prepare failed: $(tail -n 2 "$envs.err")"
+		failures=$((failures + 1))
+	fi
+	chmod -R u+w "$envs" 2>/dev/null
+	rm -rf "$envs" "$envs.out" "$envs.err"
 	run_one 6 fetch-url "$@" "$bin" skill run --input '{"url": "https://example.com"}' "$skills/fetch-url"
 	# The allowlist: a local web server stands for an API the operator
 	# grants (--allow-host; --resolve maps the name to loopback, which the
