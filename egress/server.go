@@ -139,14 +139,7 @@ type server struct {
 // them and every relayed connection and returns what it saw. It takes
 // ownership of socks.
 func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
-	s := &server{
-		policy: p,
-		byName: map[string]netip.Addr{},
-		byAddr: map[netip.Addr]string{},
-		next:   syntheticLo.Next(),
-		index:  map[Refusal]int{},
-		live:   map[net.Conn]struct{}{},
-	}
+	s := newServer(p)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -172,6 +165,17 @@ func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
 	r := s.report
 	r.Refused = append([]Refusal(nil), r.Refused...)
 	return &r
+}
+
+func newServer(p *Policy) *server {
+	return &server{
+		policy: p,
+		byName: map[string]netip.Addr{},
+		byAddr: map[netip.Addr]string{},
+		next:   syntheticLo.Next(),
+		index:  map[Refusal]int{},
+		live:   map[net.Conn]struct{}{},
+	}
 }
 
 // refuse records a refusal.
