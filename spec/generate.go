@@ -66,8 +66,9 @@ type HostLayout struct {
 	// (/etc/alternatives, hundreds of symlinks): bound read-only inside
 	// the bundle's /etc, cheaper than copying them on every run.
 	EtcDirs []string
-	// NetworkEtc are bound only when network is granted
-	// (/etc/resolv.conf, /etc/ssl).
+	// NetworkEtc are bound only when network is granted (host or
+	// allowlist): /etc/ssl and the other CA folders; /etc/resolv.conf is
+	// copied with the host's network only (the allowlist generates its own).
 	NetworkEtc []string
 }
 
@@ -323,10 +324,16 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	for _, d := range layout.EtcDirs {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
-	if p.Network == NetworkHost {
+	if p.Network == NetworkHost || p.Network == NetworkAllowlist {
+		// The CA certificates (/etc/ssl, /etc/ca-certificates, /etc/pki)
+		// for any networked skill: HTTPS clients verify the hosts they
+		// reach. The host's resolv.conf only with the host's network; the
+		// allowlist's is generated (its own DNS).
 		for _, f := range layout.NetworkEtc {
 			if f == "/etc/resolv.conf" {
-				etcCopy = append(etcCopy, f) // a file: copied
+				if p.Network == NetworkHost {
+					etcCopy = append(etcCopy, f) // a file: copied
+				}
 				continue
 			}
 			mounts = append(mounts, specs.Mount{Destination: f, Type: "bind", Source: f, Options: clone(roBind)})

@@ -183,6 +183,8 @@ for st in REQ["steps"]:
         attempt(k, lambda st=st: udp(st["host"], st["port"]))
     elif kind == "dns":
         attempt(k, lambda st=st: dnsq([bytes.fromhex(l) for l in st["labels"]], st.get("qtype", 1)))
+    elif kind == "cas":
+        attempt(k, lambda: ssl.create_default_context().cert_store_stats()["x509_ca"])
     elif kind == "sock":
         attempt(k, lambda st=st: socket.socket(st["family"], st["type"]).close())
 done()
@@ -248,9 +250,17 @@ func TestEgressAllowed(t *testing.T) {
 			step{"key": "direct http", "kind": "raw", "host": "api.test", "port": plain.port, "path": "/direct"},
 			step{"key": "direct https", "kind": "raw", "host": "api.test", "port": tls.port, "path": "/direct-tls", "sni": "api.test"},
 			step{"key": "proxy smuggled host", "kind": "proxy", "req": "GET http://" + hp + "/smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"},
+			step{"key": "cas", "kind": "cas"},
 		), "--network", "allow", "--resolve", hp+":127.0.0.1", "--resolve", ht+":127.0.0.1")
 		o.wantCode(p, 0)
 		out := o.out(p)
+		// HTTPS clients can verify the hosts they reach: the host's CA
+		// certificates are there (a functional check, not a security one).
+		if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+			if v := str(out, "cas"); v == "0" || strings.HasPrefix(v, "error") || strings.HasPrefix(v, "errno") || v == "<missing>" {
+				p.Errorf("the sandbox's default TLS context loads no CA certificate (%s): /etc/ssl is not there", v)
+			}
+		}
 		if v := str(out, "resolve"); !strings.Contains(v, "198.1") {
 			p.Errorf("api.test did not resolve to a synthetic address: %s", v)
 		}
