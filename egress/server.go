@@ -133,6 +133,9 @@ type server struct {
 	index  map[Refusal]int // key with Count 0
 	conns  sync.WaitGroup
 	live   map[net.Conn]struct{}
+	// dialHook, when set (tests), replaces the dialer: it sees every
+	// address a connection to a host is attempted to.
+	dialHook func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
 }
 
 // Serve serves the sockets with the policy until ctx ends, then closes
@@ -330,6 +333,14 @@ func (s *server) dial(ctx context.Context, name string, port int) (*net.TCPConn,
 	d := net.Dialer{Timeout: dialTimeout}
 	var last error
 	for _, a := range addrs {
+		if s.dialHook != nil {
+			c, err := s.dialHook(ctx, netip.AddrPortFrom(a, uint16(port)))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+			continue
+		}
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c.(*net.TCPConn), nil
