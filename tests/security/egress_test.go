@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,8 +115,9 @@ func (o *origin) seen() (int, []string) {
 // egressPy runs the steps of REQ["steps"], each recorded under its key:
 // resolve NAME; get URL (urllib: honours the proxy variables); raw HOST
 // PORT [tls SNI] [host HOSTHEADER] [method M] (a client that ignores
-// them); proxy "REQUEST" (a raw request to the proxy); udp HOST PORT;
-// sock FAMILY TYPE (create a socket).
+// them); proxy "REQUEST" (a raw request to the proxy); udp HOST PORT
+// [hex PAYLOAD]; unix ADDR (@ for abstract); sock FAMILY TYPE (create a
+// socket); cas (CA certificates the default TLS context loads).
 const egressPy = `
 import ssl, urllib.request
 CTX = ssl.create_default_context()
@@ -151,12 +153,18 @@ def proxy(req):
     s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
     s.sendall(req.encode())
     return first_line(read_all(s))
-def udp(host, port):
+def udp(host, port, payload=b"hello"):
     s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(1)
     for _ in range(3):
-        s.sendto(b"hello", (host, port))
+        s.sendto(payload, (host, port))
     return "sent"
+def unix(addr):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect("\0" + addr[1:] if addr.startswith("@") else addr)
+    s.sendall(b"hello")
+    return "connected"
 def dnsq(name, qtype=1):
     # A raw query to the sandbox's DNS (odd names a resolver library refuses).
     q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
@@ -180,7 +188,9 @@ for st in REQ["steps"]:
     elif kind == "proxy":
         attempt(k, lambda st=st: proxy(st["req"]))
     elif kind == "udp":
-        attempt(k, lambda st=st: udp(st["host"], st["port"]))
+        attempt(k, lambda st=st: udp(st["host"], st["port"], bytes.fromhex(st.get("hex", "68656c6c6f"))))
+    elif kind == "unix":
+        attempt(k, lambda st=st: unix(st["addr"]))
     elif kind == "dns":
         attempt(k, lambda st=st: dnsq([bytes.fromhex(l) for l in st["labels"]], st.get("qtype", 1)))
     elif kind == "cas":
@@ -737,6 +747,121 @@ func TestEgressHelperKilledMidTransfer(t *testing.T) {
 		}
 		if left, _ := filepath.Glob(filepath.Join(tmp, "skillrun-egress-*")); len(left) > 0 {
 			p.Errorf("LEFTOVER handoff folders: %v", left)
+		}
+	})
+}
+
+// quicInitial is a datagram shaped like a QUIC v1 Initial: long header,
+// version 1, an 8-byte DCID, padded to 1200 bytes as clients send it.
+var quicInitial = "c300000001" + "08" + "0011223344556677" + "00" + "00" + "449e" + strings.Repeat("00", 1200-18)
+
+// unixListener listens on a unix socket (abstract when addr starts with
+// "@") and counts the connections it accepts.
+func unixListener(p *P, addr string) *atomic.Int64 {
+	p.Helper()
+	l, err := net.Listen("unix", addr)
+	if err != nil {
+		p.Fatalf("listen unix %s: %v", addr, err)
+	}
+	p.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return &n
+}
+
+// TestEgressSideChannels: with the allowlist on (and working: an allowed
+// request reaches the origin), what is not TCP to a granted name reaches
+// nothing on the host: TCP and UDP to an origin listening on [::1] (on
+// the allowed port number too), a QUIC-shaped datagram to the allowed
+// name's port (its synthetic address, 127.0.0.1 and ::1, where UDP
+// listeners wait on that port), unix sockets of the host, abstract and by
+// path. Every verdict is a host listener's count.
+func TestEgressSideChannels(t *testing.T) {
+	probe(t, "net/egress-side-channels", func(p *P, m *mode) {
+		plain := startOrigin(p, false)
+		port := plain.port
+		hp := fmt.Sprintf("api.test:%d", port)
+		// IPv6 loopback origins: one on the allowed port number, one on
+		// a port of its own.
+		var six []*atomic.Int64
+		six6 := map[string]int{}
+		for _, a := range []string{fmt.Sprintf("[::1]:%d", port), "[::1]:0"} {
+			if n, pt := tcpListener(p, "tcp6", a); n != nil {
+				six = append(six, n)
+				six6[a] = pt
+			}
+		}
+		if len(six) == 0 {
+			p.Logf("no IPv6 loopback on this host: the IPv6 steps only prove that connecting fails")
+		}
+		udp4, _ := udpListener(p, fmt.Sprintf("127.0.0.1:%d", port))
+		var udp6 *atomic.Int64
+		if c, err := net.ListenPacket("udp6", fmt.Sprintf("[::1]:%d", port)); err == nil {
+			c.Close()
+			udp6, _ = udpListener(p, fmt.Sprintf("[::1]:%d", port))
+		}
+		abstract := "@skillrun-sec-" + randHex(6)
+		nAbs := unixListener(p, abstract)
+		dir, err := os.MkdirTemp("", "skillrun-sec-unix-")
+		if err != nil {
+			p.Fatalf("%v", err)
+		}
+		p.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o777)
+		path := filepath.Join(dir, "s")
+		nPath := unixListener(p, path)
+		os.Chmod(path, 0o777)
+
+		sk := pyProbe(p, m, "eg-side", egressPy, fmt.Sprintf("network:\n  hosts: [%q]\n", hp))
+		st := []step{
+			{"key": "allowed", "kind": "raw", "host": "api.test", "port": port, "path": "/allowed"},
+			{"key": "quic synthetic", "kind": "udp", "host": "api.test", "port": port, "hex": quicInitial},
+			{"key": "quic v4", "kind": "udp", "host": "127.0.0.1", "port": port, "hex": quicInitial},
+			{"key": "quic v6", "kind": "udp", "host": "::1", "port": port, "hex": quicInitial},
+			{"key": "unix abstract", "kind": "unix", "addr": abstract},
+			{"key": "unix path", "kind": "unix", "addr": path},
+		}
+		for a, pt := range six6 {
+			st = append(st, step{"key": fmt.Sprintf("ipv6 %s port %d", a, pt), "kind": "raw", "host": "::1", "port": pt, "hosthdr": hp})
+		}
+		o := m.skill(p, sk, steps(st...), "--network", "allow", "--resolve", hp+":127.0.0.1")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		time.Sleep(300 * time.Millisecond)
+		// The allowlist was on and working in this run.
+		if _, log := plain.seen(); !slices.Contains(log, "GET /allowed host="+hp+" sni=") {
+			p.Errorf("the allowed request did not reach the origin (log %q, probe %s): the other steps prove nothing", log, str(out, "allowed"))
+		}
+		for i, n := range six {
+			if v := n.Load(); v != 0 {
+				p.Errorf("LEAK: the IPv6 loopback origin %d accepted %d connections", i, v)
+			}
+		}
+		if v := udp4.Load(); v != 0 {
+			p.Errorf("LEAK: the UDP listener on 127.0.0.1:%d received %d datagrams", port, v)
+		}
+		if udp6 != nil {
+			if v := udp6.Load(); v != 0 {
+				p.Errorf("LEAK: the UDP listener on [::1]:%d received %d datagrams", port, v)
+			}
+		}
+		if v := nAbs.Load(); v != 0 {
+			p.Errorf("LEAK: the abstract unix socket %s accepted %d connections", abstract, v)
+		}
+		if v := nPath.Load(); v != 0 {
+			p.Errorf("LEAK: the unix socket %s accepted %d connections", path, v)
+		}
+		if n, _ := plain.seen(); n != 1 {
+			p.Errorf("the allowed origin accepted %d connections, want 1", n)
 		}
 	})
 }
