@@ -15,16 +15,26 @@ import (
 	"time"
 )
 
-// recorder keeps every byte read through it, to replay them upstream.
+// recorder keeps every byte read through it, to replay them upstream,
+// until it is turned off.
 type recorder struct {
 	r   io.Reader
 	buf bytes.Buffer
+	off bool
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	r.buf.Write(p[:n])
+	if !r.off {
+		r.buf.Write(p[:n])
+	}
 	return n, err
+}
+
+// stop turns recording off and drops what was kept.
+func (r *recorder) stop() {
+	r.off = true
+	r.buf = bytes.Buffer{}
 }
 
 // helloConn is the net.Conn crypto/tls parses a ClientHello from: reads
@@ -139,6 +149,9 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 			return
 		}
 		httpMode = true
+		// Requests are written anew, never replayed: keeping what the
+		// connection carries would hold a whole upload in memory.
+		rec.stop()
 	}
 	var req *http.Request
 	if httpMode {
