@@ -9,7 +9,9 @@
 //     lo) and NXDOMAIN otherwise; it never forwards a query.
 //   - A connection to a synthetic address is matched to the (name, port)
 //     it stands for; TLS must carry that name as SNI, plain HTTP that
-//     name as Host; the name is resolved on the host only after the
+//     name as Host in every request (until the host answers 101 to an
+//     upgrade), and anything else is refused; the name is resolved on
+//     the host only after the
 //     policy check, and loopback, private, link-local and metadata
 //     addresses are refused unless the operator mapped the name to an
 //     address explicitly (Policy.Resolve).

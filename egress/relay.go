@@ -15,16 +15,26 @@ import (
 	"time"
 )
 
-// recorder keeps every byte read through it, to replay them upstream.
+// recorder keeps every byte read through it, to replay them upstream,
+// until it is turned off.
 type recorder struct {
 	r   io.Reader
 	buf bytes.Buffer
+	off bool
 }
 
 func (r *recorder) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
-	r.buf.Write(p[:n])
+	if !r.off {
+		r.buf.Write(p[:n])
+	}
 	return n, err
+}
+
+// stop turns recording off and drops what was kept.
+func (r *recorder) stop() {
+	r.off = true
+	r.buf = bytes.Buffer{}
 }
 
 // helloConn is the net.Conn crypto/tls parses a ClientHello from: reads
@@ -74,10 +84,15 @@ func hostMatches(host, name string, port int) bool {
 	return err == nil && n == name
 }
 
+// maxLeadingEOL bounds the empty lines (CR and LF bytes) skipped before
+// an HTTP request line (RFC 9112 2.2 lets a server ignore them).
+const maxLeadingEOL = 16
+
 // relay checks the first bytes of a connection the policy allows to
 // name:port (TLS: SNI; HTTP: Host, of every request), connects to the
 // host (or uses up) and copies both ways. pre are bytes already read
-// from c.
+// from c. Anything that is neither a TLS ClientHello nor an HTTP request
+// is refused: only those two carry the name the check needs.
 func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name string, port int, up ...*net.TCPConn) {
 	var u *net.TCPConn
 	if len(up) > 0 {
@@ -97,8 +112,7 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 		return
 	}
 	httpMode := false
-	switch {
-	case first[0] == 0x16: // TLS handshake record
+	if first[0] == 0x16 { // TLS handshake record
 		sni, err := clientHelloSNI(br)
 		if err != nil {
 			s.refuse(name, port, "TLS: unreadable ClientHello")
@@ -112,13 +126,32 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 			s.refuse(name, port, "TLS: server name (SNI) %q does not match", printable(sni))
 			return
 		}
-	case isLetter(first[0]):
-		// A letter starts an HTTP request (any case: servers take
-		// "get" too), which must then parse as one; SSH's banner is the
-		// one text protocol passed through as it is.
-		if b, _ := br.Peek(4); string(b) != "SSH-" {
-			httpMode = true
+	} else {
+		// HTTP: empty lines before the request line are dropped (the
+		// request is written anew upstream, never passed as read), then
+		// a letter must start the method (any case: servers take "get"
+		// too) and the whole head must parse as a request. Anything else
+		// (binary, a space, SSH's banner, bytes an origin might read as
+		// the start of another request) is refused: fail closed.
+		skipped := 0
+		for first[0] == '\r' || first[0] == '\n' {
+			if skipped++; skipped > maxLeadingEOL {
+				s.refuse(name, port, "HTTP: more than %d empty lines before the request", maxLeadingEOL)
+				return
+			}
+			_, _ = br.Discard(1)
+			if first, err = br.Peek(1); err != nil {
+				return
+			}
 		}
+		if !isLetter(first[0]) {
+			s.refuse(name, port, "neither TLS nor HTTP (first byte 0x%02x)", first[0])
+			return
+		}
+		httpMode = true
+		// Requests are written anew, never replayed: keeping what the
+		// connection carries would hold a whole upload in memory.
+		rec.stop()
 	}
 	var req *http.Request
 	if httpMode {
@@ -147,20 +180,20 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 	s.report.Connections++
 	s.mu.Unlock()
 
+	if httpMode {
+		s.relayHTTP(br, req, c, u, name, port)
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, _ = io.Copy(c, u)
 		_ = c.CloseWrite()
 	}()
-	if httpMode {
-		s.relayHTTP(br, req, u, name, port)
-	} else {
-		// What the checks read, then the rest straight from the socket
-		// (splice(2) between two TCP sockets).
-		if _, err := u.Write(rec.buf.Bytes()); err == nil {
-			_, _ = io.Copy(u, c)
-		}
+	// What the checks read, then the rest straight from the socket
+	// (splice(2) between two TCP sockets).
+	if _, err := u.Write(rec.buf.Bytes()); err == nil {
+		_, _ = io.Copy(u, c)
 	}
 	_ = u.CloseWrite()
 	<-done
@@ -168,29 +201,72 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 
 func isLetter(b byte) bool { return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' }
 
-// relayHTTP forwards requests, each checked, until the client stops or
-// sends one for another host. After a protocol upgrade it copies bytes.
-func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, u *net.TCPConn, name string, port int) {
+// sent is a request written upstream, for the response side: its
+// method frames the response; upgrade, when not nil, receives whether
+// the host switched protocols (a 101 answer to a request that asked).
+type sent struct {
+	req     *http.Request
+	upgrade chan bool
+}
+
+// relayHTTP forwards the requests of a plain HTTP connection, each
+// checked, until the client stops or sends one for another host; the
+// responses go back as the host sent them. Only after the host has
+// answered a request carrying Upgrade with 101 Switching Protocols does
+// the connection stop being HTTP: then both ways are copied as they are.
+// Until then every request is parsed and checked (a request that merely
+// asks for an upgrade, and pipelined ones after it, are not trusted).
+func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, c, u *net.TCPConn, name string, port int) {
+	queue := make(chan sent, 32)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relayResponses(c, u, queue)
+		_ = c.CloseWrite()
+	}()
+	defer func() {
+		_ = u.CloseWrite()
+		<-done
+	}()
+	defer close(queue)
 	for {
-		req.Header.Del("Proxy-Connection")
-		req.Header.Del("Proxy-Authorization")
-		if !req.ProtoAtLeast(1, 1) {
-			req.Close = true // written as HTTP/1.1: keep 1.0's close
+		prepareRequest(req)
+		st := sent{req: req}
+		if req.Header.Get("Upgrade") != "" {
+			st.upgrade = make(chan bool, 1)
+		}
+		select {
+		case <-done: // the response side stopped
+			return
+		default:
+		}
+		select {
+		case queue <- st:
+		case <-done:
+			return
 		}
 		if err := req.Write(u); err != nil {
 			return
 		}
-		if req.Header.Get("Upgrade") != "" {
-			if n := br.Buffered(); n > 0 {
-				b, _ := br.Peek(n)
-				if _, err := u.Write(b); err != nil {
-					return
+		if st.upgrade != nil {
+			select {
+			case ok := <-st.upgrade:
+				if !ok {
+					break // still HTTP: the next request is checked
 				}
-				br.Discard(n)
+				// The host switched protocols: what follows is not HTTP.
+				if n := br.Buffered(); n > 0 {
+					b, _ := br.Peek(n)
+					if _, err := u.Write(b); err != nil {
+						return
+					}
+					_, _ = br.Discard(n)
+				}
+				_, _ = io.Copy(u, br)
+				return
+			case <-done:
+				return
 			}
-			// The rest is not HTTP: the connection was checked.
-			_, _ = io.Copy(u, br)
-			return
 		}
 		var err error
 		if req, err = http.ReadRequest(br); err != nil {
@@ -199,6 +275,156 @@ func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, u *net.TCPConn, 
 		if !s.requestOK(req, name, port) {
 			return
 		}
+	}
+}
+
+// prepareRequest readies a checked request to be written upstream: no
+// proxy headers, HTTP/1.0's close kept, no h2c upgrade (HTTP/2 frames
+// after it would name their host in :authority, which is not checked),
+// and no header the client did not send (Request.Write adds a User-Agent
+// otherwise).
+func prepareRequest(req *http.Request) {
+	req.Header.Del("Proxy-Connection")
+	req.Header.Del("Proxy-Authorization")
+	if hasToken(req.Header.Values("Upgrade"), "h2c") {
+		req.Header.Del("Upgrade")
+		req.Header.Del("HTTP2-Settings")
+		var keep []string
+		for _, v := range req.Header.Values("Connection") {
+			for _, t := range strings.Split(v, ",") {
+				if t = strings.TrimSpace(t); t != "" && !strings.EqualFold(t, "upgrade") && !strings.EqualFold(t, "http2-settings") {
+					keep = append(keep, t)
+				}
+			}
+		}
+		req.Header.Del("Connection")
+		if len(keep) > 0 {
+			req.Header.Set("Connection", strings.Join(keep, ", "))
+		}
+	}
+	if !req.ProtoAtLeast(1, 1) {
+		req.Close = true // written as HTTP/1.1: keep 1.0's close
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header["User-Agent"] = []string{""} // written as none
+	}
+}
+
+// hasToken reports whether a comma-separated header lists token.
+func hasToken(values []string, token string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// teeConn reads from r and passes every byte read on to w at once.
+type teeConn struct {
+	r   io.Reader
+	w   io.Writer
+	err error // the first write error
+}
+
+func (t *teeConn) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 && t.err == nil {
+		if _, werr := t.w.Write(p[:n]); werr != nil {
+			t.err = werr
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+// relayResponses copies the host's bytes to the client as they come,
+// and follows the responses' framing, one per request sent, to learn
+// whether the host switched protocols. When the host answers an upgrade
+// request with 101, it tells the request side (on the request's channel)
+// and copies the rest as it is; any other answer to it says false. On a
+// response it cannot parse, it stops (the request side then stops too).
+func relayResponses(c, u *net.TCPConn, queue <-chan sent) {
+	tee := &teeConn{r: u, w: c}
+	ur := bufio.NewReaderSize(tee, 64<<10)
+	for st := range queue {
+		ok := relayResponse(c, u, ur, st)
+		if st.upgrade != nil {
+			st.upgrade <- ok == switched
+			close(st.upgrade)
+		}
+		switch ok {
+		case switched:
+			// The buffered bytes were passed on already.
+			_, _ = ur.Discard(ur.Buffered())
+			_, _ = io.Copy(c, u)
+			return
+		case failed:
+			return
+		}
+	}
+}
+
+type responseEnd int
+
+const (
+	answered responseEnd = iota
+	switched
+	failed
+)
+
+// relayResponse follows one response (after any 1xx interim ones) to the
+// request st; every byte it reads reaches the client through ur's tee.
+// Bodies of a known length or read to the connection's end are spliced
+// from u to c, past the buffer.
+func relayResponse(c, u *net.TCPConn, ur *bufio.Reader, st sent) responseEnd {
+	for {
+		resp, err := http.ReadResponse(ur, st.req)
+		if err != nil {
+			return failed
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			if st.upgrade != nil {
+				return switched
+			}
+			return failed // 101 to a request that did not ask
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
+			continue // interim (100 Continue, 103 Early Hints)
+		}
+		switch {
+		case resp.Body == http.NoBody:
+		case len(resp.TransferEncoding) > 0 || resp.ContentLength < 0 && !resp.Close:
+			// Chunked (or a body read to the end): through the tee.
+			if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+				return failed
+			}
+			resp.Body.Close()
+		case resp.ContentLength >= 0:
+			n := int64(ur.Buffered())
+			if n > resp.ContentLength {
+				n = resp.ContentLength
+			}
+			_, _ = ur.Discard(int(n))
+			if rest := resp.ContentLength - n; rest > 0 {
+				if m, err := c.ReadFrom(&io.LimitedReader{R: u, N: rest}); err != nil || m != rest {
+					return failed
+				}
+			}
+		default:
+			// Read to the connection's end: splice it.
+			_, _ = ur.Discard(ur.Buffered())
+			_, _ = c.ReadFrom(u)
+			return failed
+		}
+		// (resp.Body is not closed otherwise: closing reads what it did
+		// not, and the bytes were taken past it.)
+		if resp.Close {
+			return failed
+		}
+		return answered
 	}
 }
 
@@ -295,12 +521,8 @@ func (s *server) serveProxy(ctx context.Context, c *net.TCPConn) {
 			upr, upKey = bufio.NewReader(up), key
 		}
 		_ = c.SetReadDeadline(time.Time{})
-		req.Header.Del("Proxy-Connection")
-		req.Header.Del("Proxy-Authorization")
+		prepareRequest(req)
 		req.RequestURI = ""
-		if !req.ProtoAtLeast(1, 1) {
-			req.Close = true
-		}
 		if err := req.Write(up); err != nil {
 			return
 		}

@@ -133,20 +133,16 @@ type server struct {
 	index  map[Refusal]int // key with Count 0
 	conns  sync.WaitGroup
 	live   map[net.Conn]struct{}
+	// dialHook, when set (tests), replaces the dialer: it sees every
+	// address a connection to a host is attempted to.
+	dialHook func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
 }
 
 // Serve serves the sockets with the policy until ctx ends, then closes
 // them and every relayed connection and returns what it saw. It takes
 // ownership of socks.
 func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
-	s := &server{
-		policy: p,
-		byName: map[string]netip.Addr{},
-		byAddr: map[netip.Addr]string{},
-		next:   syntheticLo.Next(),
-		index:  map[Refusal]int{},
-		live:   map[net.Conn]struct{}{},
-	}
+	s := newServer(p)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -172,6 +168,17 @@ func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
 	r := s.report
 	r.Refused = append([]Refusal(nil), r.Refused...)
 	return &r
+}
+
+func newServer(p *Policy) *server {
+	return &server{
+		policy: p,
+		byName: map[string]netip.Addr{},
+		byAddr: map[netip.Addr]string{},
+		next:   syntheticLo.Next(),
+		index:  map[Refusal]int{},
+		live:   map[net.Conn]struct{}{},
+	}
 }
 
 // refuse records a refusal.
@@ -326,6 +333,14 @@ func (s *server) dial(ctx context.Context, name string, port int) (*net.TCPConn,
 	d := net.Dialer{Timeout: dialTimeout}
 	var last error
 	for _, a := range addrs {
+		if s.dialHook != nil {
+			c, err := s.dialHook(ctx, netip.AddrPortFrom(a, uint16(port)))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+			continue
+		}
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c.(*net.TCPConn), nil

@@ -66,8 +66,9 @@ type HostLayout struct {
 	// (/etc/alternatives, hundreds of symlinks): bound read-only inside
 	// the bundle's /etc, cheaper than copying them on every run.
 	EtcDirs []string
-	// NetworkEtc are bound only when network is granted
-	// (/etc/resolv.conf, /etc/ssl).
+	// NetworkEtc are bound only when network is granted (host or
+	// allowlist): /etc/ssl and the other CA folders; /etc/resolv.conf is
+	// copied with the host's network only (the allowlist generates its own).
 	NetworkEtc []string
 }
 
@@ -331,9 +332,10 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: clone(roBind)})
 	}
 	if p.Network == NetworkHost || p.Network == NetworkAllowlist {
-		// The host's CA certificates (public, no secrets) let HTTPS
-		// clients verify the hosts they may reach; under the allowlist
-		// resolv.conf is generated (the egress DNS), not the host's.
+		// The CA certificates (/etc/ssl, /etc/ca-certificates, /etc/pki)
+		// for any networked skill: HTTPS clients verify the hosts they
+		// reach. The host's resolv.conf only with the host's network; the
+		// allowlist's is generated (its own DNS).
 		for _, f := range layout.NetworkEtc {
 			if f == "/etc/resolv.conf" {
 				if p.Network == NetworkHost {

@@ -78,6 +78,17 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 	if sp.Annotations[AnnotationNetwork] != NetworkAllowlist || !strings.Contains(sp.Annotations[AnnotationEtcGenerate], "resolv.conf") {
 		t.Errorf("annotations = %v", sp.Annotations)
 	}
+	// HTTPS clients verify certificates: the CA folders are bound; the
+	// host's resolv.conf is not copied (the allowlist generates its own).
+	if !slices.ContainsFunc(sp.Mounts, func(m specs.Mount) bool { return m.Destination == "/etc/ssl" && m.Source == "/etc/ssl" }) {
+		t.Errorf("allowlist without the CA certificates (/etc/ssl): %v", sp.Mounts)
+	}
+	if strings.Contains(sp.Annotations[AnnotationEtcCopy], "resolv.conf") {
+		t.Errorf("allowlist copies the host's resolv.conf: %q", sp.Annotations[AnnotationEtcCopy])
+	}
+	if none, err := Generate(loadExample(t, "calculator"), "linux", base...); err != nil || slices.ContainsFunc(none.Mounts, func(m specs.Mount) bool { return m.Destination == "/etc/ssl" }) {
+		t.Errorf("a skill without network gets /etc/ssl (err %v)", err)
+	}
 	if !slices.Contains(sp.Process.Env, "HTTPS_PROXY="+ProxyURL) {
 		t.Errorf("env = %v", sp.Process.Env)
 	}

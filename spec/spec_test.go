@@ -362,6 +362,7 @@ func TestGenerateGolden(t *testing.T) {
 		{"csv-summary.linux.json", "csv-summary", "linux", []Option{WithArgs("--data=a,b"), WithMemory(256 << 20), WithCPUs(0.5), WithPids(10)}},
 		{"save-note.linux.json", "save-note", "linux", []Option{WithWorkspace("/home/u/ws"), WithEnv(map[string]string{"NOTE_TAG": "x"}), WithBundleDir("/run/b")}},
 		{"fetch-url.linux.json", "fetch-url", "linux", []Option{WithNetwork(NetworkHost)}},
+		{"fetch-url.allow.linux.json", "fetch-url", "linux", []Option{WithNetwork(NetworkAllow), WithResolve("api.github.com:443:127.0.0.1")}},
 		{"calculator.darwin.json", "calculator", "darwin", []Option{WithBundleDir("/private/tmp/b")}},
 		{"save-note.darwin.json", "save-note", "darwin", []Option{WithWorkspace("/Users/u/ws"), WithBundleDir("/private/tmp/b")}},
 	}

@@ -9,9 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,6 +35,10 @@ type origin struct {
 	mu    sync.Mutex
 	conns int
 	log   []string // "METHOD PATH host=HOST sni=SNI"
+	// streamed counts the chunks /stream wrote; streamEnd is "" while it
+	// runs, then "complete" or the write error that stopped it.
+	streamed  int
+	streamEnd string
 }
 
 func startOrigin(p *P, useTLS bool) *origin {
@@ -46,16 +54,25 @@ func startOrigin(p *P, useTLS bool) *origin {
 		o.mu.Unlock()
 		if r.URL.Path == "/stream" {
 			// A transfer that lasts: the helper is killed during it.
-			fl, _ := w.(http.Flusher)
+			rc := http.NewResponseController(w)
+			end := "complete"
 			for i := 0; i < 600; i++ {
-				if _, err := w.Write([]byte(strings.Repeat("x", 1024) + "\n")); err != nil {
-					return
+				_, err := w.Write([]byte(strings.Repeat("x", 1024) + "\n"))
+				if err == nil {
+					err = rc.Flush()
 				}
-				if fl != nil {
-					fl.Flush()
+				if err != nil {
+					end = "broken: " + err.Error()
+					break
 				}
+				o.mu.Lock()
+				o.streamed++
+				o.mu.Unlock()
 				time.Sleep(50 * time.Millisecond)
 			}
+			o.mu.Lock()
+			o.streamEnd = end
+			o.mu.Unlock()
 			return
 		}
 		fmt.Fprintf(w, "origin says hello to %s", r.URL.Path)
@@ -82,6 +99,13 @@ func startOrigin(p *P, useTLS bool) *origin {
 	return o
 }
 
+// stream reports /stream's progress.
+func (o *origin) stream() (chunks int, end string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.streamed, o.streamEnd
+}
+
 func (o *origin) seen() (int, []string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -91,8 +115,9 @@ func (o *origin) seen() (int, []string) {
 // egressPy runs the steps of REQ["steps"], each recorded under its key:
 // resolve NAME; get URL (urllib: honours the proxy variables); raw HOST
 // PORT [tls SNI] [host HOSTHEADER] [method M] (a client that ignores
-// them); proxy "REQUEST" (a raw request to the proxy); udp HOST PORT;
-// sock FAMILY TYPE (create a socket).
+// them); proxy "REQUEST" (a raw request to the proxy); udp HOST PORT
+// [hex PAYLOAD]; unix ADDR (@ for abstract); sock FAMILY TYPE (create a
+// socket); cas (CA certificates the default TLS context loads).
 const egressPy = `
 import ssl, urllib.request
 CTX = ssl.create_default_context()
@@ -128,12 +153,18 @@ def proxy(req):
     s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
     s.sendall(req.encode())
     return first_line(read_all(s))
-def udp(host, port):
+def udp(host, port, payload=b"hello"):
     s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(1)
     for _ in range(3):
-        s.sendto(b"hello", (host, port))
+        s.sendto(payload, (host, port))
     return "sent"
+def unix(addr):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(2)
+    s.connect("\0" + addr[1:] if addr.startswith("@") else addr)
+    s.sendall(b"hello")
+    return "connected"
 def dnsq(name, qtype=1):
     # A raw query to the sandbox's DNS (odd names a resolver library refuses).
     q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
@@ -157,9 +188,13 @@ for st in REQ["steps"]:
     elif kind == "proxy":
         attempt(k, lambda st=st: proxy(st["req"]))
     elif kind == "udp":
-        attempt(k, lambda st=st: udp(st["host"], st["port"]))
+        attempt(k, lambda st=st: udp(st["host"], st["port"], bytes.fromhex(st.get("hex", "68656c6c6f"))))
+    elif kind == "unix":
+        attempt(k, lambda st=st: unix(st["addr"]))
     elif kind == "dns":
         attempt(k, lambda st=st: dnsq([bytes.fromhex(l) for l in st["labels"]], st.get("qtype", 1)))
+    elif kind == "cas":
+        attempt(k, lambda: ssl.create_default_context().cert_store_stats()["x509_ca"])
     elif kind == "sock":
         attempt(k, lambda st=st: socket.socket(st["family"], st["type"]).close())
 done()
@@ -225,9 +260,17 @@ func TestEgressAllowed(t *testing.T) {
 			step{"key": "direct http", "kind": "raw", "host": "api.test", "port": plain.port, "path": "/direct"},
 			step{"key": "direct https", "kind": "raw", "host": "api.test", "port": tls.port, "path": "/direct-tls", "sni": "api.test"},
 			step{"key": "proxy smuggled host", "kind": "proxy", "req": "GET http://" + hp + "/smuggled HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n"},
+			step{"key": "cas", "kind": "cas"},
 		), "--network", "allow", "--resolve", hp+":127.0.0.1", "--resolve", ht+":127.0.0.1")
 		o.wantCode(p, 0)
 		out := o.out(p)
+		// HTTPS clients can verify the hosts they reach: the host's CA
+		// certificates are there (a functional check, not a security one).
+		if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+			if v := str(out, "cas"); v == "0" || strings.HasPrefix(v, "error") || strings.HasPrefix(v, "errno") || v == "<missing>" {
+				p.Errorf("the sandbox's default TLS context loads no CA certificate (%s): /etc/ssl is not there", v)
+			}
+		}
 		if v := str(out, "resolve"); !strings.Contains(v, "198.1") {
 			p.Errorf("api.test did not resolve to a synthetic address: %s", v)
 		}
@@ -466,6 +509,359 @@ done()
 		n, log := srv.seen()
 		if fmt.Sprint(out["ok"]) != "40" || len(log) != 40 || n != 40 {
 			p.Errorf("40 concurrent requests: the probe saw %v ok (errors %v); the server accepted %d connections and logged %d requests", out["ok"], out["errors"], n, len(log))
+		}
+	})
+}
+
+// egressKillPy streams /stream from api.test (DNS, synthetic address),
+// then, once the stream ends, tries to reach the host again for a few
+// seconds (the synthetic address it had, the proxy, a new lookup) and
+// holds on a little so the host can look at its network namespace.
+// Input {"quick": true} returns at once (the clean-up run).
+const egressKillPy = `
+if REQ.get("quick"):
+    done()
+    sys.exit(0)
+PORT = %d
+addr = socket.getaddrinfo("api.test", PORT, type=socket.SOCK_STREAM)[0][4][0]
+OUT["addr"] = addr
+s = socket.create_connection((addr, PORT), timeout=30)
+s.sendall(("GET /stream HTTP/1.1\r\nHost: api.test:%%d\r\nConnection: close\r\n\r\n" %% PORT).encode())
+got = 0
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        got += len(b)
+except OSError as e:
+    OUT["stream error"] = repr(e)
+OUT["stream bytes"] = got
+def again(i):
+    attempt("again %%d synthetic" %% i, lambda: socket.create_connection((addr, PORT), timeout=1).close())
+    attempt("again %%d proxy" %% i, lambda: socket.create_connection(("127.0.0.1", 3128), timeout=1).close())
+    attempt("again %%d lookup" %% i, lambda: socket.getaddrinfo("api.test", PORT, type=socket.SOCK_STREAM)[0][4][0])
+for i in range(6):
+    again(i)
+    time.sleep(0.4)
+time.sleep(4)
+done()
+`
+
+// netnsListeners counts, in the network namespace of pid, the listening
+// TCP sockets and the UDP sockets bound to port 53: what the egress
+// server serves. ok is false when the files cannot be read (pid gone).
+func netnsListeners(pid int) (n int, ok bool) {
+	for _, f := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fl := strings.Fields(line)
+			if len(fl) < 4 {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(f, "tcp") && fl[3] == "0A":
+				n++
+			case strings.HasPrefix(f, "udp") && strings.HasSuffix(fl[1], ":0035"):
+				n++
+			}
+		}
+	}
+	return n, true
+}
+
+// sandboxNetPid is a process of the sandbox in a network namespace other
+// than the host's, or 0.
+func sandboxNetPid(sk *skill, m *mode) int {
+	hostNet, _ := os.Readlink("/proc/self/ns/net")
+	for _, pi := range sandboxProcs(sk, m) {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pi.pid)); err == nil && ns != hostNet {
+			return pi.pid
+		}
+	}
+	return 0
+}
+
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// unixSocketsUnder lists the host's bound unix sockets whose path holds
+// any of the substrings.
+func unixSocketsUnder(subs ...string) []string {
+	b, _ := os.ReadFile("/proc/net/unix")
+	var found []string
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		fl := strings.Fields(line)
+		if len(fl) < 8 {
+			continue
+		}
+		for _, s := range subs {
+			if strings.Contains(fl[7], s) {
+				found = append(found, fl[7])
+				break
+			}
+		}
+	}
+	return found
+}
+
+// killMidTransfer is the check both egress-kill probes share, run in
+// skillrun's during hook: once the sandbox streams from the origin, it
+// looks at the sandbox's network namespace (the egress sockets are
+// there), SIGKILLs the process victim finds, and then proves from the
+// host that the transfer stopped, that nothing listens in the sandbox
+// any more and, once the sandbox is gone, that the origin never accepted
+// another connection (the probe kept trying for seconds).
+func killMidTransfer(p *P, m *mode, sk *skill, o *origin, what string, victim func() int) {
+	if !waitFor(30*time.Second, func() bool { n, _ := o.stream(); return n >= 5 }) {
+		n, end := o.stream()
+		p.Errorf("the stream never got going (%d chunks, end %q)", n, end)
+		return
+	}
+	pid := sandboxNetPid(sk, m)
+	if pid == 0 {
+		p.Errorf("no sandbox process in a network namespace of its own")
+		return
+	}
+	if n, ok := netnsListeners(pid); !ok || n == 0 {
+		p.Errorf("sanity: the sandbox's network namespace shows no egress socket before the kill (%d, readable %v): the check after it would prove nothing", n, ok)
+	}
+	var vpid int
+	waitFor(5*time.Second, func() bool { vpid = victim(); return vpid != 0 })
+	if vpid == 0 {
+		p.Errorf("no %s process found to kill", what)
+		return
+	}
+	if err := syscall.Kill(vpid, syscall.SIGKILL); err != nil {
+		p.Errorf("kill %s %d: %v", what, vpid, err)
+		return
+	}
+	atKill, _ := o.stream()
+	p.Logf("SIGKILLed %s (pid %d) after %d chunks", what, vpid, atKill)
+	waitFor(10*time.Second, func() bool { _, end := o.stream(); return end != "" })
+	if n, end := o.stream(); !strings.HasPrefix(end, "broken") {
+		p.Errorf("LEAK: the transfer did not stop when the %s died: %d chunks (%d at the kill), end %q", what, n, atKill, end)
+	}
+	if n, ok := netnsListeners(pid); ok && n != 0 {
+		p.Errorf("LEAK: %d egress sockets still listen in the sandbox's network namespace after the %s died", n, what)
+	}
+	if !waitFor(30*time.Second, func() bool { return len(sandboxProcs(sk, m)) == 0 }) {
+		p.Errorf("the sandbox did not end within 30s of the kill")
+	}
+	if n, log := o.seen(); n != 1 {
+		p.Errorf("LEAK: after the %s died the origin accepted %d connections in all, want only the stream's: %q", what, n, log)
+	}
+}
+
+// TestEgressKilledMidTransfer: `skill run`, which serves the sandbox's
+// egress, is SIGKILLed during a transfer. The transfer stops, nothing
+// listens in the sandbox any more and the probe's further attempts reach
+// nothing (the origin's own counts); the next run in the same TMPDIR
+// clears what the killed one left (container, bundle folder and its
+// handoff socket), and nothing at all remains.
+func TestEgressKilledMidTransfer(t *testing.T) {
+	probe(t, "net/egress-killed", func(p *P, m *mode) {
+		o := startOrigin(p, false)
+		hp := fmt.Sprintf("api.test:%d", o.port)
+		sk := pyProbe(p, m, "eg-kill", fmt.Sprintf(egressKillPy, o.port), fmt.Sprintf("network:\n  hosts: [%q]\n", hp))
+		flags := []string{"--network", "allow", "--resolve", hp + ":127.0.0.1"}
+		tmp := m.tempDir(p)
+		victim := func() int {
+			for _, pi := range scanProcs() {
+				if strings.HasPrefix(pi.cmdline, binary+" skill run ") && strings.Contains(pi.cmdline, sk.dir) {
+					return pi.pid
+				}
+			}
+			return 0
+		}
+		killed := m.run(p, sk, runOpts{input: "{}", flags: flags, tmp: tmp, killed: true,
+			during: func() { killMidTransfer(p, m, sk, o, "skill run", victim) }})
+		if killed.code != -1 && killed.code != 137 {
+			p.Errorf("skill run was not killed: exit %d", killed.code)
+		}
+		// The next run in the same TMPDIR clears what the killed one left.
+		again := m.run(p, sk, runOpts{input: `{"quick": true}`, flags: flags, tmp: tmp})
+		again.wantCode(p, 0)
+		if s := unixSocketsUnder(tmp, sk.name); len(s) > 0 {
+			p.Errorf("LEFTOVER unix sockets: %v", s)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "skillrun-egress-*")); len(left) > 0 {
+			p.Errorf("LEFTOVER handoff folders: %v", left)
+		}
+	})
+}
+
+// TestEgressHelperKilledMidTransfer: the annotation route (`skill bundle`
+// writes the annotations, `skillrun run` serves them with a detached
+// __skillrun-egress-helper); the helper is SIGKILLed during a transfer.
+// Same host-side proofs: the transfer stops, nothing listens in the
+// sandbox, the origin sees no new connection; then `run` ends and no
+// helper, handoff folder or socket, state or mount remains.
+func TestEgressHelperKilledMidTransfer(t *testing.T) {
+	probe(t, "net/egress-helper-killed", func(p *P, m *mode) {
+		o := startOrigin(p, false)
+		hp := fmt.Sprintf("api.test:%d", o.port)
+		sk := pyProbe(p, m, "eg-hkill", fmt.Sprintf(egressKillPy, o.port), fmt.Sprintf("network:\n  hosts: [%q]\n", hp))
+		out := filepath.Join(sk.base, "bundle")
+		if err := os.Mkdir(out, 0o755); err != nil {
+			p.Fatalf("%v", err)
+		}
+		if m.rootless() {
+			os.Chown(out, m.uid, m.gid)
+		}
+		m.run(p, sk, runOpts{args: []string{"skill", "bundle", "-o", out, "--network", "allow", "--resolve", hp + ":127.0.0.1", sk.dir}}).wantCode(p, 0)
+		tmp := m.tempDir(p)
+		helperFor := func() []procInfo {
+			var hs []procInfo
+			for _, pi := range scanProcs() {
+				if strings.Contains(pi.cmdline, "__skillrun-egress-helper") && strings.Contains(pi.cmdline, hp) {
+					hs = append(hs, pi)
+				}
+			}
+			return hs
+		}
+		victim := func() int {
+			if hs := helperFor(); len(hs) == 1 {
+				return hs[0].pid
+			}
+			return 0
+		}
+		res := m.run(p, sk, runOpts{args: []string{"run", "--bundle", out, sk.name}, tmp: tmp,
+			during: func() { killMidTransfer(p, m, sk, o, "egress helper", victim) }})
+		p.Logf("run exited %d (the probe's own verdict, not evidence)", res.code)
+		if hs := helperFor(); len(hs) > 0 {
+			p.Errorf("LEFTOVER egress helpers: %+v", hs)
+		}
+		if s := unixSocketsUnder(tmp, "skillrun-egress-"+sk.name); len(s) > 0 {
+			p.Errorf("LEFTOVER unix sockets: %v", s)
+		}
+		if left, _ := filepath.Glob(filepath.Join(tmp, "skillrun-egress-*")); len(left) > 0 {
+			p.Errorf("LEFTOVER handoff folders: %v", left)
+		}
+	})
+}
+
+// quicInitial is a datagram shaped like a QUIC v1 Initial: long header,
+// version 1, an 8-byte DCID, padded to 1200 bytes as clients send it.
+var quicInitial = "c300000001" + "08" + "0011223344556677" + "00" + "00" + "449e" + strings.Repeat("00", 1200-18)
+
+// unixListener listens on a unix socket (abstract when addr starts with
+// "@") and counts the connections it accepts.
+func unixListener(p *P, addr string) *atomic.Int64 {
+	p.Helper()
+	l, err := net.Listen("unix", addr)
+	if err != nil {
+		p.Fatalf("listen unix %s: %v", addr, err)
+	}
+	p.Cleanup(func() { l.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return &n
+}
+
+// TestEgressSideChannels: with the allowlist on (and working: an allowed
+// request reaches the origin), what is not TCP to a granted name reaches
+// nothing on the host: TCP and UDP to an origin listening on [::1] (on
+// the allowed port number too), a QUIC-shaped datagram to the allowed
+// name's port (its synthetic address, 127.0.0.1 and ::1, where UDP
+// listeners wait on that port), unix sockets of the host, abstract and by
+// path. Every verdict is a host listener's count.
+func TestEgressSideChannels(t *testing.T) {
+	probe(t, "net/egress-side-channels", func(p *P, m *mode) {
+		plain := startOrigin(p, false)
+		port := plain.port
+		hp := fmt.Sprintf("api.test:%d", port)
+		// IPv6 loopback origins: one on the allowed port number, one on
+		// a port of its own.
+		var six []*atomic.Int64
+		six6 := map[string]int{}
+		for _, a := range []string{fmt.Sprintf("[::1]:%d", port), "[::1]:0"} {
+			if n, pt := tcpListener(p, "tcp6", a); n != nil {
+				six = append(six, n)
+				six6[a] = pt
+			}
+		}
+		if len(six) == 0 {
+			p.Logf("no IPv6 loopback on this host: the IPv6 steps only prove that connecting fails")
+		}
+		udp4, _ := udpListener(p, fmt.Sprintf("127.0.0.1:%d", port))
+		var udp6 *atomic.Int64
+		if c, err := net.ListenPacket("udp6", fmt.Sprintf("[::1]:%d", port)); err == nil {
+			c.Close()
+			udp6, _ = udpListener(p, fmt.Sprintf("[::1]:%d", port))
+		}
+		abstract := "@skillrun-sec-" + randHex(6)
+		nAbs := unixListener(p, abstract)
+		dir, err := os.MkdirTemp("", "skillrun-sec-unix-")
+		if err != nil {
+			p.Fatalf("%v", err)
+		}
+		p.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o777)
+		path := filepath.Join(dir, "s")
+		nPath := unixListener(p, path)
+		os.Chmod(path, 0o777)
+
+		sk := pyProbe(p, m, "eg-side", egressPy, fmt.Sprintf("network:\n  hosts: [%q]\n", hp))
+		st := []step{
+			{"key": "allowed", "kind": "raw", "host": "api.test", "port": port, "path": "/allowed"},
+			{"key": "quic synthetic", "kind": "udp", "host": "api.test", "port": port, "hex": quicInitial},
+			{"key": "quic v4", "kind": "udp", "host": "127.0.0.1", "port": port, "hex": quicInitial},
+			{"key": "quic v6", "kind": "udp", "host": "::1", "port": port, "hex": quicInitial},
+			{"key": "unix abstract", "kind": "unix", "addr": abstract},
+			{"key": "unix path", "kind": "unix", "addr": path},
+		}
+		for a, pt := range six6 {
+			st = append(st, step{"key": fmt.Sprintf("ipv6 %s port %d", a, pt), "kind": "raw", "host": "::1", "port": pt, "hosthdr": hp})
+		}
+		o := m.skill(p, sk, steps(st...), "--network", "allow", "--resolve", hp+":127.0.0.1")
+		o.wantCode(p, 0)
+		out := o.out(p)
+		time.Sleep(300 * time.Millisecond)
+		// The allowlist was on and working in this run.
+		if _, log := plain.seen(); !slices.Contains(log, "GET /allowed host="+hp+" sni=") {
+			p.Errorf("the allowed request did not reach the origin (log %q, probe %s): the other steps prove nothing", log, str(out, "allowed"))
+		}
+		for i, n := range six {
+			if v := n.Load(); v != 0 {
+				p.Errorf("LEAK: the IPv6 loopback origin %d accepted %d connections", i, v)
+			}
+		}
+		if v := udp4.Load(); v != 0 {
+			p.Errorf("LEAK: the UDP listener on 127.0.0.1:%d received %d datagrams", port, v)
+		}
+		if udp6 != nil {
+			if v := udp6.Load(); v != 0 {
+				p.Errorf("LEAK: the UDP listener on [::1]:%d received %d datagrams", port, v)
+			}
+		}
+		if v := nAbs.Load(); v != 0 {
+			p.Errorf("LEAK: the abstract unix socket %s accepted %d connections", abstract, v)
+		}
+		if v := nPath.Load(); v != 0 {
+			p.Errorf("LEAK: the unix socket %s accepted %d connections", path, v)
+		}
+		if n, _ := plain.seen(); n != 1 {
+			p.Errorf("the allowed origin accepted %d connections, want 1", n)
 		}
 	})
 }

@@ -334,6 +334,10 @@ type runOpts struct {
 	args       []string   // raw skillrun args instead of "skill run ... DIR"
 	timeout    time.Duration
 	during     func() // called while skillrun runs (in a goroutine)
+	tmp        string // TMPDIR to use (default: a fresh one)
+	// killed: the test kills skillrun on purpose; what it leaves is
+	// checked after the clean-up (a later run in the same tmp), not here.
+	killed bool
 }
 
 // outcome is one skillrun call and its parsed result.
@@ -418,14 +422,9 @@ func str(v map[string]any, k string) string {
 // no output holds a canary and that nothing of the run is left behind.
 func (m *mode) run(p *P, sk *skill, o runOpts) *outcome {
 	p.Helper()
-	tmp, err := os.MkdirTemp("", "skillrun-sec-tmp-")
-	if err != nil {
-		p.Fatalf("%v", err)
-	}
-	p.Cleanup(func() { os.RemoveAll(tmp) })
-	os.Chmod(tmp, 0o711)
-	if m.rootless() {
-		os.Chown(tmp, m.uid, m.gid)
+	tmp := o.tmp
+	if tmp == "" {
+		tmp = m.tempDir(p)
 	}
 	args := o.args
 	if args == nil {
@@ -495,8 +494,25 @@ func (m *mode) run(p *P, sk *skill, o runOpts) *outcome {
 			p.Errorf("LEAK: the caller's canary %q (environment or hostname) appears in the output\n%s", c, out)
 		}
 	}
-	m.assertNoLeftovers(p, sk, tmp)
+	if !o.killed {
+		m.assertNoLeftovers(p, sk, tmp)
+	}
 	return out
+}
+
+// tempDir makes a TMPDIR for a skillrun call of the mode's caller.
+func (m *mode) tempDir(p *P) string {
+	p.Helper()
+	tmp, err := os.MkdirTemp("", "skillrun-sec-tmp-")
+	if err != nil {
+		p.Fatalf("%v", err)
+	}
+	p.Cleanup(func() { os.RemoveAll(tmp) })
+	os.Chmod(tmp, 0o711)
+	if m.rootless() {
+		os.Chown(tmp, m.uid, m.gid)
+	}
+	return tmp
 }
 
 // skill runs the probe skill with input and flags.

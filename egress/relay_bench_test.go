@@ -1,0 +1,83 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+// benchOrigin serves /big (64 MiB, Content-Length) and /small.
+func benchOrigin(b *testing.B) int {
+	b.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	big := make([]byte, 1<<20)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Header().Set("Content-Length", fmt.Sprint(64<<20))
+			for i := 0; i < 64; i++ {
+				w.Write(big)
+			}
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})}
+	go srv.Serve(l)
+	b.Cleanup(func() { srv.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// benchRelay relays one connection per call (go test -bench Relay
+// ./egress/: the relay alone, without a sandbox): the request, then the whole
+// answer read by the client.
+func benchRelay(b *testing.B, path string) {
+	port := benchOrigin(b)
+	r, err := ParseRule(fmt.Sprintf("api.test:%d", port))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newServer(&Policy{Rules: []Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.AcceptTCP()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); s.relay(context.Background(), c, nil, "api.test", port) }()
+		}
+	}()
+	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", path, port)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := net.Dial("tcp4", l.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		if strings.HasSuffix(path, "big") && n != 64<<20 {
+			b.Fatalf("read %d", n)
+		}
+		c.Close()
+	}
+}
+
+func BenchmarkRelay64MiB(b *testing.B) { b.SetBytes(64 << 20); benchRelay(b, "/big") }
+func BenchmarkRelaySmall(b *testing.B) { benchRelay(b, "/small") }
