@@ -8,7 +8,7 @@
 set -euo pipefail
 
 want_build=(libseccomp-dev pkg-config gcc make)
-want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip nodejs iproute2 procps psmisc util-linux strace)
+want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip python3-setuptools python3-wheel nodejs iproute2 procps psmisc util-linux strace)
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 want_proto=(protobuf-compiler)

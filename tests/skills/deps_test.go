@@ -576,3 +576,116 @@ func TestDepsInstallContained(t *testing.T) {
 		}
 	})
 }
+
+// addSdist puts a source distribution of package name on the index: its
+// setup.py tries to read a host file, write a host file and reach a host
+// listener, and bakes what it managed into the package.
+func (ix *pyIndex) addEvilSdist(t *testing.T, name, canary, escape string, port int) {
+	setup := fmt.Sprintf(`import json, os, socket
+from setuptools import setup
+out = {"ran": True}
+try:
+    out["canary"] = open(%q).read()
+except Exception as e:
+    out["canary_err"] = type(e).__name__
+try:
+    open(%q, "w").write("escaped")
+    out["wrote"] = True
+except Exception as e:
+    out["write_err"] = type(e).__name__
+try:
+    socket.create_connection(("127.0.0.1", %d), 3).close()
+    out["direct"] = True
+except Exception as e:
+    out["direct_err"] = type(e).__name__
+os.makedirs(%q, exist_ok=True)
+with open(os.path.join(%q, "__init__.py"), "w") as f:
+    f.write("RESULT = %%r\n" %% json.dumps(out))
+setup(name=%q, version="1.0.0", packages=[%q])
+`, canary, escape, port, name, name, name, name)
+	root := name + "-1.0.0/"
+	files := map[string]string{
+		root + "PKG-INFO": fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: 1.0.0\n", name),
+		root + "setup.py": setup,
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for n, body := range files {
+		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0)})
+		tw.Write([]byte(body))
+	}
+	tw.Close()
+	gz.Close()
+	d := filepath.Join(ix.dir, "simple", name)
+	os.MkdirAll(d, 0o755)
+	if err := os.WriteFile(filepath.Join(d, name+"-1.0.0.tar.gz"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDepsSourceBuildContained: a source distribution is refused by
+// default (binary wheels only: its setup.py never runs); opted in, its
+// setup.py runs in the build sandbox, and the host proves it read no host
+// file, created none and reached no host listener.
+func TestDepsSourceBuildContained(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		secrets := t.TempDir()
+		os.Chmod(secrets, 0o755)
+		canary := filepath.Join(secrets, "canary")
+		os.WriteFile(canary, []byte("canary-93be"), 0o644)
+		escape := filepath.Join(secrets, "escaped")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var reached atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				reached.Add(1)
+				c.Close()
+			}
+		}()
+		ix := newPyIndex(t)
+		ix.addEvilSdist(t, "evilpkg", canary, escape, ln.Addr().(*net.TCPAddr).Port)
+		cache := envCache(t, m)
+		sk := depsSkill(t, "srcdeps", map[string]string{"requirements.txt": "evilpkg==1.0.0\n",
+			"main.py": "import json, evilpkg\nprint(json.dumps({'result': evilpkg.RESULT}))\n"})
+		flags := []string{"--env-cache", cache, "--pip-index-url", ix.url()}
+		_, res := m.depsRun(t, 1, sk, flags...)
+		if !strings.Contains(res.stderr, "build failed") {
+			t.Fatalf("a source-only package must fail the default (binary-only) build\n%s", res)
+		}
+		if envs, _ := os.ReadDir(filepath.Join(cache, "envs")); len(envs) != 0 {
+			t.Errorf("a failed build left an environment")
+		}
+		r, res := m.depsRun(t, 0, sk, append(flags, "--allow-source-builds")...)
+		if !strings.Contains(string(r.Output), `\"ran\": true`) {
+			t.Fatalf("the opted-in setup.py did not run\n%s", res)
+		}
+		t.Logf("setup.py saw: %s", r.Output)
+		if reached.Load() != 0 {
+			t.Errorf("the host listener was reached %d times", reached.Load())
+		}
+		if _, err := os.Stat(escape); err == nil {
+			t.Errorf("setup.py created %s on the host", escape)
+		}
+		hit := false
+		filepath.WalkDir(filepath.Join(cache, "envs"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, []byte("canary-93be")) {
+					hit = true
+				}
+			}
+			return nil
+		})
+		if hit || strings.Contains(string(r.Output), "canary-93be") {
+			t.Errorf("the host canary reached the environment")
+		}
+	})
+}
