@@ -222,3 +222,43 @@ func TestPlanKey(t *testing.T) {
 		t.Errorf("python name %q", p.Python.Name)
 	}
 }
+
+// BenchmarkAcquireHit is what a run of a prepared skill pays for its
+// environment: the plan (interpreter stat, declaration hash), the shared
+// lock and the marker read.
+func BenchmarkAcquireHit(b *testing.B) {
+	if _, err := lookInterpreter("python3"); err != nil {
+		b.Skipf("skipped: %v", err)
+	}
+	dir := filepath.Join(b.TempDir(), "s")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: s\ndescription: d\n---\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.py"), []byte("print(1)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("x==1\n"), 0o644)
+	sk, err := spec.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &Manager{Cache: Cache{Dir: b.TempDir()}}
+	plan, err := PlanFor(sk, m.Policy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Cache.init(); err != nil {
+		b.Fatal(err)
+	}
+	staging := filepath.Join(m.Cache.Dir, "build", plan.Key+"-x")
+	os.MkdirAll(filepath.Join(staging, "python"), 0o755)
+	if err := m.Cache.install(staging, &Marker{Key: plan.Key, PythonName: plan.Python.Name, Python: []string{"x==1"}}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env, _, release, err := m.Acquire(ctx, sk)
+		if err != nil || env == nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+}
