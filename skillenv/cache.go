@@ -207,7 +207,13 @@ func Digest(root string) (string, int, int64, error) {
 		case m.IsRegular():
 			files++
 			size += fi.Size()
-			if err := hashFile(h, p); err != nil {
+			f, err := openBeneath(root, rel)
+			if err != nil {
+				return "", 0, 0, err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
 				return "", 0, 0, err
 			}
 		case m&os.ModeSymlink != 0:
@@ -229,40 +235,46 @@ func Digest(root string) (string, int, int64, error) {
 // regular files (0444, 0555 when executable; setuid/setgid/sticky bits
 // dropped), folders (0555) and symlinks only. The top folder keeps its
 // write bit until it has been renamed into place (see install).
+//
+// As root the tree belonged to the build's sandbox user until now: the
+// top folder is taken first (root, 0700) so that no process of that user
+// can reach in any more, and every file is changed through a descriptor
+// opened without following symlinks, never by path.
 func seal(root string) error {
 	uid, gid := os.Geteuid(), os.Getegid()
+	if err := os.Lchown(root, uid, gid); err != nil {
+		return err
+	}
+	if err := os.Chmod(root, 0o700); err != nil {
+		return err
+	}
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if p == root {
+			return nil
 		}
 		fi, err := os.Lstat(p)
 		if err != nil {
 			return err
 		}
 		m := fi.Mode()
-		rel, _ := filepath.Rel(root, p)
 		switch {
 		case m&os.ModeSymlink != 0:
 			return os.Lchown(p, uid, gid)
 		case m.IsDir():
-			if err := os.Lchown(p, uid, gid); err != nil {
-				return err
-			}
-			if p != root {
-				dirs = append(dirs, p)
-			}
+			dirs = append(dirs, rel)
 			// Readable while walking; sealed after.
-			return os.Chmod(p, 0o755)
+			return fixMode(root, rel, uid, gid, 0o755)
 		case m.IsRegular():
-			if err := os.Lchown(p, uid, gid); err != nil {
-				return err
-			}
 			perm := os.FileMode(0o444)
 			if m.Perm()&0o111 != 0 {
 				perm = 0o555
 			}
-			return os.Chmod(p, perm)
+			return fixMode(root, rel, uid, gid, perm)
 		default:
 			return fmt.Errorf("the build made %s, %s: only files, folders and symlinks are kept", rel, m.Type())
 		}
@@ -271,11 +283,40 @@ func seal(root string) error {
 		return err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Chmod(dirs[i], 0o555); err != nil {
+		if err := fixMode(root, dirs[i], uid, gid, 0o555); err != nil {
 			return err
 		}
 	}
 	return os.Chmod(root, 0o755)
+}
+
+// fixMode sets the owner and mode of root/rel through a descriptor
+// (openBeneath). A file its owner cannot open (a non-root cache, mode
+// 0000) is changed by path: only the caller's own files are there.
+func fixMode(root, rel string, uid, gid int, perm os.FileMode) error {
+	f, err := openBeneath(root, rel)
+	if err != nil {
+		if os.Geteuid() != 0 && errors.Is(err, os.ErrPermission) {
+			p := filepath.Join(root, rel)
+			if err := os.Lchown(p, uid, gid); err != nil {
+				return err
+			}
+			return os.Chmod(p, perm)
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() {
+		return fmt.Errorf("%s changed while it was sealed", rel)
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		return err
+	}
+	return f.Chmod(perm)
 }
 
 // install seals staging, writes its marker and renames it to key's

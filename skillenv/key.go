@@ -212,7 +212,13 @@ func treeSum(root string) (string, error) {
 		fmt.Fprintf(h, "%s\x00%o\x00", rel, fi.Mode())
 		switch {
 		case fi.Mode().IsRegular():
-			if err := hashFile(h, p); err != nil {
+			f, err := openBeneath(root, rel)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
 				return "", err
 			}
 		case fi.Mode()&os.ModeSymlink != 0:

@@ -371,7 +371,7 @@ func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging
 			return "", nil, opts, err
 		}
 		for _, rel := range nd.Deps.LocalFiles {
-			if err := copyPath(filepath.Join(nd.Dir, filepath.FromSlash(rel)), filepath.Join(nodeDir, filepath.FromSlash(rel))); err != nil {
+			if err := copyPath(nd.Dir, rel, nodeDir); err != nil {
 				return "", nil, opts, fmt.Errorf("node: %s: %w", rel, err)
 			}
 		}
@@ -589,15 +589,19 @@ func chownTree(root string, uid, gid int) error {
 	})
 }
 
-// copyPath copies a file or folder (regular files, folders, symlinks
-// kept as links).
-func copyPath(src, dst string) error {
+// copyPath copies the file or folder rel of the skill folder dir to
+// dst/rel: regular files and folders, symlinks as symlinks. Every file is
+// opened beneath dir without following symlinks (openBeneath): the skill's
+// owner cannot swap in a link to a host file while skillrun, as root,
+// copies it into the build.
+func copyPath(dir, rel, dst string) error {
+	src := filepath.Join(dir, filepath.FromSlash(rel))
 	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		d := filepath.Join(dst, rel)
+		r, _ := filepath.Rel(dir, p)
+		d := filepath.Join(dst, r)
 		switch {
 		case fi.IsDir():
 			return os.MkdirAll(d, 0o755)
@@ -611,11 +615,14 @@ func copyPath(src, dst string) error {
 			if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 				return err
 			}
-			in, err := os.Open(p)
+			in, err := openBeneath(dir, r)
 			if err != nil {
 				return err
 			}
 			defer in.Close()
+			if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
+				return fmt.Errorf("%s: not a regular file", r)
+			}
 			out, err := os.OpenFile(d, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if err != nil {
 				return err
@@ -626,7 +633,7 @@ func copyPath(src, dst string) error {
 			}
 			return out.Close()
 		}
-		return fmt.Errorf("%s: not a file, folder or symlink", rel)
+		return fmt.Errorf("%s: not a file, folder or symlink", r)
 	})
 }
 
