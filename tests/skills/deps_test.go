@@ -475,6 +475,41 @@ console.log(JSON.stringify({ five: isNumber(5), word: isNumber('x'), where: req.
 	})
 }
 
+// traps are what hostile install code goes for, watched from the host: a
+// readable canary file, a path it must not create, and a loopback
+// listener that counts connections.
+type traps struct {
+	canary, escape string
+	port           int
+	reached        atomic.Int32
+}
+
+func newTraps(t *testing.T, secret string) *traps {
+	secrets := t.TempDir()
+	os.Chmod(secrets, 0o755)
+	tr := &traps{canary: filepath.Join(secrets, "canary"), escape: filepath.Join(secrets, "escaped")}
+	if err := os.WriteFile(tr.canary, []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			tr.reached.Add(1)
+			c.Close()
+		}
+	}()
+	tr.port = ln.Addr().(*net.TCPAddr).Port
+	return tr
+}
+
 // evilTarball is an npm package whose install script tries to read a host
 // file, reach a host listener and write a host file, and records what it
 // managed in its own folder.
@@ -514,28 +549,8 @@ r.on('error', e => { out.proxy_err = e.code; fin(); });
 // and created no host file. Without the opt-in it does not run at all.
 func TestDepsInstallContained(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		secrets := t.TempDir()
-		os.Chmod(secrets, 0o755)
-		canary := filepath.Join(secrets, "canary")
-		os.WriteFile(canary, []byte("canary-5d1e"), 0o644)
-		escape := filepath.Join(secrets, "escaped")
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		var reached atomic.Int32
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				reached.Add(1)
-				c.Close()
-			}
-		}()
-		port := ln.Addr().(*net.TCPAddr).Port
+		tr := newTraps(t, "canary-5d1e")
+		canary, escape, port, reached := tr.canary, tr.escape, tr.port, &tr.reached
 		tgz := evilTarball(t, canary, escape, port)
 		for _, scripts := range []bool{false, true} {
 			cache := envCache(t, m)
@@ -630,29 +645,10 @@ setup(name=%q, version="1.0.0", packages=[%q])
 // file, created none and reached no host listener.
 func TestDepsSourceBuildContained(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		secrets := t.TempDir()
-		os.Chmod(secrets, 0o755)
-		canary := filepath.Join(secrets, "canary")
-		os.WriteFile(canary, []byte("canary-93be"), 0o644)
-		escape := filepath.Join(secrets, "escaped")
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		var reached atomic.Int32
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				reached.Add(1)
-				c.Close()
-			}
-		}()
+		tr := newTraps(t, "canary-93be")
+		canary, escape, reached := tr.canary, tr.escape, &tr.reached
 		ix := newPyIndex(t)
-		ix.addEvilSdist(t, "evilpkg", canary, escape, ln.Addr().(*net.TCPAddr).Port)
+		ix.addEvilSdist(t, "evilpkg", canary, escape, tr.port)
 		cache := envCache(t, m)
 		sk := depsSkill(t, "srcdeps", map[string]string{"requirements.txt": "evilpkg==1.0.0\n",
 			"main.py": "import json, evilpkg\nprint(json.dumps({'result': evilpkg.RESULT}))\n"})
