@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-var examples = []string{"calculator", "csv-summary", "fetch-url", "json-transform", "save-note", "text-stats"}
+var examples = []string{"calculator", "csv-summary", "fetch-url", "json-transform", "save-note", "slugify", "text-stats"}
 
 func TestValidate(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
