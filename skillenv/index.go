@@ -200,6 +200,15 @@ func access(ctx context.Context, raw, synth string, lookup func(context.Context,
 	return a, nil
 }
 
+// CheckIndexURL checks an index URL the way a build will use it, without
+// resolving its host: for the operator's flags, before anything runs.
+func CheckIndexURL(raw string) error {
+	_, err := access(context.Background(), raw, "index.skillrun.internal", func(context.Context, string) ([]netip.Addr, error) {
+		return []netip.Addr{netip.MustParseAddr("192.0.2.1")}, nil
+	})
+	return err
+}
+
 // lookupHost is the host's resolver.
 func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)

@@ -59,6 +59,14 @@ func (e *env) depsManager(c *cli.Context, rt runtime.Runtime, build bool) (*skil
 	if v := c.String("npm-cafile"); v != "" {
 		ix.NpmCAFile = v
 	}
+	for flag, v := range map[string]string{"pip-index-url": ix.PipIndexURL, "npm-registry": ix.NpmRegistry} {
+		if v == "" {
+			continue
+		}
+		if err := skillenv.CheckIndexURL(v); err != nil {
+			return nil, e.usageError("--%s: %v", flag, err)
+		}
+	}
 	if c.Duration("build-timeout") <= 0 {
 		return nil, e.usageError("--build-timeout: must be positive")
 	}

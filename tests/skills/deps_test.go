@@ -411,8 +411,19 @@ func TestDepsBadDeclarations(t *testing.T) {
 				}
 			})
 		}
+		// The operator's bad index settings: refused before anything runs.
+		ok := depsSkill(t, "okdeps", map[string]string{"requirements.txt": "x==1\n", "main.py": "print(1)\n"})
+		for flag, v := range map[string]string{"--pip-index-url": "ftp://evil.test/simple", "--npm-registry": "https://user:secret@evil.test/"} {
+			for _, verb := range []string{"run", "prepare"} {
+				res := m.run(t, "", "skill", verb, "--env-cache", cache, flag, v, ok)
+				line := strings.TrimSpace(res.stderr)
+				if res.code != 2 || !strings.Contains(line, flag) || strings.Contains(line, "\n") || strings.Contains(line, "secret") {
+					t.Errorf("want exit 2 and one line naming %s (no credentials)\n%s", flag, res)
+				}
+			}
+		}
 		if _, err := os.Stat(cache); err == nil {
-			t.Errorf("a refused skill made the cache %s", cache)
+			t.Errorf("a refused skill or flag made the cache %s", cache)
 		}
 	})
 }
