@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -371,6 +372,68 @@ type supervisorRecord struct {
 	TokenMode    string   `json:"token_mode"`
 	Token        string   `json:"token"`
 	SelfWriteErr string   `json:"self_write_err"`
+	SetuidOut    string   `json:"setuid_out"`
+	SetuidErr    string   `json:"setuid_err"`
+	NetnsMount   string   `json:"netns_mount_err"`
+	ChownErr     string   `json:"chown_err"`
+	KeyctlErr    string   `json:"keyctl_err"`
+}
+
+// supervisorCaps is what OpenShell's Docker driver gets from Docker for
+// the supervisor: Docker's default capabilities plus its cap_add
+// (SYS_ADMIN, NET_ADMIN, SYS_PTRACE, SYSLOG).
+var supervisorCaps = []int{
+	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FSETID, unix.CAP_FOWNER, unix.CAP_MKNOD, unix.CAP_NET_RAW,
+	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_SETFCAP, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE,
+	unix.CAP_SYS_CHROOT, unix.CAP_KILL, unix.CAP_AUDIT_WRITE,
+	unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SYS_PTRACE, unix.CAP_SYSLOG,
+}
+
+// checkSupervisorPrivileges compares, from the host, the supervisor's
+// /proc/PID/status with the Docker driver's contract (capability sets,
+// no_new_privs off, a seccomp filter) and checks what the stand-in could
+// do with them in the sandbox.
+func checkSupervisorPrivileges(t *testing.T, e *env, id string, rec supervisorRecord) {
+	t.Helper()
+	var want uint64
+	for _, c := range supervisorCaps {
+		want |= 1 << c
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.containerPid(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			status[k] = strings.TrimSpace(v)
+		}
+	}
+	for k, v := range map[string]string{
+		"CapBnd": fmt.Sprintf("%016x", want), "CapEff": fmt.Sprintf("%016x", want), "CapPrm": fmt.Sprintf("%016x", want),
+		"CapInh": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "0", "Seccomp": "2",
+	} {
+		if status[k] != v {
+			t.Errorf("supervisor %s: %s, want %s", k, status[k], v)
+		}
+	}
+	if rec.SetuidOut != "65534" {
+		t.Errorf("the supervisor cannot switch to another user: %q %s", rec.SetuidOut, rec.SetuidErr)
+	}
+	if rec.NetnsMount != "<nil> " {
+		t.Errorf("the supervisor cannot mount in new mount and network namespaces: %s", rec.NetnsMount)
+	}
+	if rec.ChownErr != "<nil>" {
+		t.Errorf("the supervisor cannot chown: %s", rec.ChownErr)
+	}
+	// Docker's profile denies keyctl whatever the capabilities; the
+	// control: the host allows it here (the container has its own
+	// session keyring, so without the filter it would succeed).
+	if _, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0); err != nil {
+		t.Logf("keyctl fails on the host itself (%v): the in-sandbox keyctl check proves nothing here", err)
+	} else if rec.KeyctlErr != "operation not permitted" {
+		t.Errorf("keyctl in the sandbox: %q, want EPERM from Docker's seccomp profile", rec.KeyctlErr)
+	}
 }
 
 func (e *env) supervisorRecord(id string) supervisorRecord {
@@ -484,6 +547,7 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	if !found {
 		t.Errorf("no supervisor mount in the sandbox's mountinfo")
 	}
+	checkSupervisorPrivileges(t, e, "sb1", rec)
 	// The token on the host: 0400, in a 0700 directory.
 	fi, err := os.Stat(filepath.Join(e.state, "sandboxes", "sb1", "auth", "sandbox.jwt"))
 	if err != nil || fi.Mode().Perm() != 0o400 {
