@@ -128,12 +128,18 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	r := newRT(t)
 	b := newBundle(t, nil, "sleep", "1000")
 	c := r.start(b)
-	pidsDir, ok := c.cgroups["pids"]
-	if !ok {
-		// The v1 CONTROLLER:PATH forms need per-controller hierarchies.
-		t.Skipf("skipped: no cgroup v1 pids hierarchy on this host (cgroups %v); the v2 form is the same path in one hierarchy", c.cgroups)
+	// What the host shows: the v1 hierarchies the container's init has its
+	// own cgroup in (per-controller directories), and its cgroup v2 one
+	// ("unified": /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a
+	// hybrid one), if any.
+	pidsDir, v1 := c.cgroups["pids"]
+	v2Dir := c.cgroups["unified"]
+	if v2Dir != "" && filepath.Base(v2Dir) != c.id {
+		v2Dir = "" // not a cgroup of its own
 	}
-	memDir := c.cgroups["memory"]
+	if !v1 && v2Dir == "" {
+		t.Skipf("skipped: the container has no cgroup of its own on this host (cgroups %v)", c.cgroups)
+	}
 	// "sub" in every hierarchy the container has, "only" in pids alone.
 	var made []string
 	seen := map[string]bool{}
@@ -157,10 +163,12 @@ func TestCLIExecSubCgroup(t *testing.T) {
 			}
 		}
 	}
-	if err := os.Mkdir(filepath.Join(pidsDir, "only"), 0o755); err != nil {
-		t.Fatal(err)
+	if v1 {
+		if err := os.Mkdir(filepath.Join(pidsDir, "only"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, filepath.Join(pidsDir, "only"))
 	}
-	made = append(made, filepath.Join(pidsDir, "only"))
 	t.Cleanup(func() {
 		for _, d := range made {
 			os.Remove(d)
@@ -181,30 +189,50 @@ func TestCLIExecSubCgroup(t *testing.T) {
 		return readPidFile(t, pf)
 	}
 
-	pid := execIn("pids:only")
-	cg := hostCgroups(pid)
-	if cg["pids"] != filepath.Join(pidsDir, "only") {
-		t.Errorf("exec --cgroup pids:only: pids cgroup %q, want %s", cg["pids"], filepath.Join(pidsDir, "only"))
-	}
-	if memDir != "" && cg["memory"] != memDir {
-		t.Errorf("exec --cgroup pids:only: memory cgroup %q, want the container's %s", cg["memory"], memDir)
-	}
-	if p := procs(filepath.Join(pidsDir, "only")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
-		t.Errorf("pids/only/cgroup.procs = %v, want [%d]", p, pid)
+	if v1 {
+		// cgroup v1: CONTROLLER:PATH moves the process in that hierarchy
+		// only.
+		pid := execIn("pids:only")
+		cg := hostCgroups(pid)
+		if cg["pids"] != filepath.Join(pidsDir, "only") {
+			t.Errorf("exec --cgroup pids:only: pids cgroup %q, want %s", cg["pids"], filepath.Join(pidsDir, "only"))
+		}
+		if memDir := c.cgroups["memory"]; memDir != "" && cg["memory"] != memDir {
+			t.Errorf("exec --cgroup pids:only: memory cgroup %q, want the container's %s", cg["memory"], memDir)
+		}
+		if p := procs(filepath.Join(pidsDir, "only")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
+			t.Errorf("pids/only/cgroup.procs = %v, want [%d]", p, pid)
+		}
 	}
 
-	pid = execIn("sub")
-	if got := hostCgroups(pid)["pids"]; got != filepath.Join(pidsDir, "sub") {
-		t.Errorf("exec --cgroup sub: pids cgroup %q, want %s", got, filepath.Join(pidsDir, "sub"))
+	// The single-path form (the only one on cgroup v2): the same sub-path
+	// in every hierarchy the container has its own cgroup in, v1 and v2.
+	pid := execIn("sub")
+	cg := hostCgroups(pid)
+	for ctrl, d := range c.cgroups {
+		if filepath.Base(d) != c.id {
+			continue
+		}
+		if got, want := cg[ctrl], filepath.Join(d, "sub"); got != want {
+			t.Errorf("exec --cgroup sub: %s cgroup %q, want %s", ctrl, got, want)
+		}
+	}
+	if v2Dir != "" {
+		if p := procs(filepath.Join(v2Dir, "sub")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
+			t.Errorf("cgroup v2 %s/sub/cgroup.procs = %v, want [%d]", v2Dir, p, pid)
+		}
+	} else {
+		t.Logf("the container has no cgroup v2 directory of its own here (cgroups %v): the single-path form is checked in the v1 hierarchies", c.cgroups)
 	}
 
 	marker := fmt.Sprintf("/proc/%d/root/dev/shm/subcg", c.pid)
 	before := len(psJSON(t, r, c.id))
 	for _, tc := range []struct{ arg, want string }{
 		{"../escape", "sub cgroup path"},
-		{"pids:../../escape", "sub cgroup path"},
 		{"missing", "no such file or directory"},
-		{"a:b:c", ""},
+		// runc 1.1's message (runc 1.2 and later split at the first ':'
+		// and fail when joining instead).
+		{"a:b:c", "invalid --cgroup argument: a:b:c"},
 	} {
 		res := r.run("exec", "--cgroup", tc.arg, c.id, "touch", "/dev/shm/subcg")
 		if res.code != 255 || !strings.Contains(res.stderr, tc.want) {
@@ -217,7 +245,16 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	if after := len(psJSON(t, r, c.id)); after != before {
 		t.Errorf("refused execs left processes: %d before, %d after", before, after)
 	}
-	for _, d := range []string{filepath.Dir(pidsDir), filepath.Dir(filepath.Dir(pidsDir))} {
+	if v1 {
+		res := r.run("exec", "--cgroup", "pids:../../escape", c.id, "touch", "/dev/shm/subcg")
+		if res.code != 255 || !strings.Contains(res.stderr, "sub cgroup path") {
+			t.Errorf("exec --cgroup pids:../../escape: want exit 255 and %q\n%s", "sub cgroup path", res)
+		}
+	}
+	for _, d := range []string{filepath.Dir(pidsDir), filepath.Dir(filepath.Dir(pidsDir)), filepath.Dir(v2Dir), filepath.Dir(filepath.Dir(v2Dir))} {
+		if d == "." || d == "/" {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(d, "escape")); err == nil {
 			t.Errorf("a cgroup %s was created outside the container", filepath.Join(d, "escape"))
 		}
