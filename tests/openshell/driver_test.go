@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,9 +118,12 @@ func (e *env) startDriver() {
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Until the socket accepts: a SIGKILLed driver leaves its socket file
+	// behind, refusing connections until the new driver replaces it.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if fi, err := os.Lstat(e.sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if c, err := net.Dial("unix", e.sock); err == nil {
+			c.Close()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -155,8 +159,9 @@ func (e *env) stopDriver(sig syscall.Signal) {
 	e.cmd = nil
 }
 
-// writeLayout writes an OCI image layout holding one image, ref, whose
-// single layer is the host's static busybox with an sh link.
+// writeLayout writes an OCI image layout holding the image ref, whose
+// single layer is the host's static busybox with an sh link, and
+// "stuck:test", whose layer never arrives.
 func writeLayout(dir, ref string) error {
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
@@ -206,10 +211,29 @@ func writeLayout(dir, ref string) error {
 	if err != nil {
 		return err
 	}
+	// "stuck:test": its layer blob is a FIFO nobody writes, so a create
+	// of it blocks while unpacking (the driver can be killed mid-create).
+	stuckLayer := "sha256:" + strings.Repeat("5", 64)
+	if err := syscall.Mkfifo(filepath.Join(blobs, strings.Repeat("5", 64)), 0o644); err != nil {
+		return err
+	}
+	sman, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": map[string]any{"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cdig, "size": csize},
+		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": stuckLayer, "size": 1024}},
+	})
+	sdig, ssize, err := put(sman)
+	if err != nil {
+		return err
+	}
 	idx, _ := json.Marshal(map[string]any{
 		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-		"manifests": []any{map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": mdig, "size": msize,
-			"annotations": map[string]string{"org.opencontainers.image.ref.name": ref}}},
+		"manifests": []any{
+			map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": mdig, "size": msize,
+				"annotations": map[string]string{"org.opencontainers.image.ref.name": ref}},
+			map[string]any{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": sdig, "size": ssize,
+				"annotations": map[string]string{"org.opencontainers.image.ref.name": "stuck:test"}},
+		},
 	})
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644); err != nil {
 		return err
@@ -350,6 +374,18 @@ func (w *watcher) reasons(id string) []string {
 		}
 	}
 	return out
+}
+
+// deleting is the first snapshot of id whose reason is Deleting.
+func (w *watcher) deleting(id string) *pb.DriverSandbox {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ev := range w.events {
+		if s := ev.GetSandbox().GetSandbox(); s.GetId() == id && s.GetStatus().GetConditions()[0].GetReason() == "Deleting" {
+			return s
+		}
+	}
+	return nil
 }
 
 func (w *watcher) waitFor(t *testing.T, id, reason string) {
@@ -640,15 +676,17 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 		t.Error("workspace directory left after DeleteWorkspace")
 	}
 
-	// The watch stream saw every transition, and the deletion.
+	// The watch stream saw every transition, in order, the transient ones
+	// of the driver's own mutations (Starting, Deleting) included: create,
+	// stop, start, the container exiting, start, delete.
 	w.waitFor(t, "sb1", "deleted")
 	got := strings.Join(w.reasons("sb1"), " ")
-	for _, want := range []string{"BackendReady ContainerExited BackendReady ContainerExited BackendReady", "deleted"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("watch reasons for sb1: %s; want %q in it", got, want)
-		}
+	if want := "Starting BackendReady ContainerExited BackendReady ContainerExited BackendReady Deleting deleted"; got != want {
+		t.Errorf("watch reasons for sb1:\n got %s\nwant %s", got, want)
 	}
-	t.Logf("watch reasons for sb1: %s", got)
+	if ev := w.deleting("sb1"); ev == nil || !ev.GetStatus().GetDeleting() {
+		t.Errorf("the Deleting snapshot does not say deleting=true: %v", ev)
+	}
 }
 
 func checkMemoryLimit(t *testing.T, e *env, id string, want int64) {
@@ -849,25 +887,124 @@ func TestOpenShellDriverConcurrentAndRestart(t *testing.T) {
 	}
 }
 
-// TestOpenShellDriverReconcile: a sandbox directory whose create never
-// finished and a container named like a sandbox without one are cleaned
-// up when the driver starts.
+// TestOpenShellDriverReconcile: what a dead driver left half done is
+// cleaned up when the next one starts, and only that: a sandbox directory
+// whose create never finished, a sandbox whose delete began (record
+// marked deleting, container still running), and a container named like
+// a sandbox that has no sandbox (orphan); a healthy sandbox is kept.
 func TestOpenShellDriverReconcile(t *testing.T) {
 	e := newEnv(t)
-	e.stopDriver(syscall.SIGTERM)
+	for _, id := range []string{"keep", "mid", "orph"} {
+		if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox(id)}); err != nil {
+			t.Fatalf("create %s: %v\n%s", id, err, e.log)
+		}
+		e.waitReady(id, "BackendReady")
+	}
+	midPid, orphPid := e.containerPid("mid"), e.containerPid("orph")
+	e.stopDriver(syscall.SIGKILL)
+
 	half := filepath.Join(e.state, "sandboxes", "half")
 	if err := os.MkdirAll(filepath.Join(half, "bundle"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// mid: the record says a delete began.
+	recPath := filepath.Join(e.state, "sandboxes", "mid", "sandbox.json")
+	var rec map[string]any
+	data, err := os.ReadFile(recPath)
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec["deleting"] = true
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(recPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// orph: the container runs, its sandbox is gone.
+	if err := os.RemoveAll(filepath.Join(e.state, "sandboxes", "orph")); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.containerStatus("orph"); st != "running" {
+		t.Fatalf("planted orphan is %q, want running", st)
+	}
+
 	e.startDriver()
 	// The socket exists from the start; the driver serves once it has
 	// reconciled: the first answer means reconcile is done.
-	if _, err := e.c.ListSandboxes(ctx(t), &pb.ListSandboxesRequest{}); err != nil {
+	l, err := e.c.ListSandboxes(ctx(t), &pb.ListSandboxesRequest{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(half); err == nil {
-		t.Errorf("half-created sandbox directory kept: %s", e.log)
+	if len(l.GetSandboxes()) != 1 || l.GetSandboxes()[0].GetId() != "keep" {
+		t.Errorf("sandboxes after reconcile: %v, want only keep", l.GetSandboxes())
 	}
+	for _, p := range []string{half, filepath.Join(e.state, "sandboxes", "mid")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s kept by the restarted driver\n%s", p, e.log)
+		}
+	}
+	for id, pid := range map[string]int{"mid": midPid, "orph": orphPid} {
+		if st := e.containerStatus(id); st != "" {
+			t.Errorf("container openshell-%s is %q after reconcile, want gone\n%s", id, st, e.log)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for hostcheck.Alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if hostcheck.Alive(pid) {
+			t.Errorf("the init of openshell-%s (pid %d) still runs after reconcile", id, pid)
+		}
+	}
+	e.waitReady("keep", "BackendReady")
+	for _, want := range []string{"half", "mid", "openshell-orph"} {
+		if !strings.Contains(e.log.String(), want) {
+			t.Errorf("the driver's log does not mention cleaning up %s:\n%s", want, e.log)
+		}
+	}
+}
+
+// TestOpenShellDriverKilledDuringCreate: the driver is SIGKILLed while a
+// CreateSandbox is unpacking (its image's layer never arrives); the watch
+// saw Starting; the restarted driver removes the half-made sandbox and
+// creates the same ID again.
+func TestOpenShellDriverKilledDuringCreate(t *testing.T) {
+	e := newEnv(t)
+	w := e.watch()
+	sb := sandbox("kd")
+	sb.Spec.Template.Image = "stuck:test"
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sb})
+		done <- err
+	}()
+	w.waitFor(t, "kd", "Starting")
+	select {
+	case err := <-done:
+		t.Fatalf("CreateSandbox of the stuck image returned: %v", err)
+	default:
+	}
+	if _, err := os.Lstat(filepath.Join(e.state, "sandboxes", "kd", "sandbox.json")); err != nil {
+		t.Fatalf("no record of the create under way: %v", err)
+	}
+	e.stopDriver(syscall.SIGKILL)
+	if err := <-done; status.Code(err) != codes.Unavailable && status.Code(err) != codes.Canceled {
+		t.Errorf("CreateSandbox when its driver died: %v, want Unavailable", err)
+	}
+
+	e.startDriver()
+	code(t, func() error { _, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxId: "kd"}); return err }(), codes.NotFound, "GetSandbox of the killed create")
+	if _, err := os.Lstat(filepath.Join(e.state, "sandboxes", "kd")); err == nil {
+		t.Errorf("the killed create's directory was kept\n%s", e.log)
+	}
+	if st := e.containerStatus("kd"); st != "" {
+		t.Errorf("container of the killed create: %q", st)
+	}
+	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox("kd")}); err != nil {
+		t.Fatalf("create kd again: %v\n%s", err, e.log)
+	}
+	e.waitReady("kd", "BackendReady")
 }
 
 // TestOpenShellDriverGrpcurl calls the socket with grpcurl and the
