@@ -60,8 +60,9 @@ type Config struct {
 	// StateDir holds one directory per sandbox (record, bundle, token,
 	// workspace); created 0700.
 	StateDir string
-	// ImagesDir is an OCI image layout (index.json, blobs/) the template
-	// images are looked up in.
+	// ImagesDir is the OCI image layout (index.json, blobs/) the template
+	// images are looked up in, or an oci-archive file (a tar of one),
+	// unpacked into StateDir by New.
 	ImagesDir string
 	// SupervisorBin is the host path of OpenShell's sandbox supervisor.
 	SupervisorBin string
@@ -187,6 +188,13 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("state directory: %w", err)
 		}
+	}
+	if cfg.ImagesDir != "" {
+		layout, err := imageLayout(cfg.ImagesDir, cfg.StateDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.ImagesDir = layout
 	}
 	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}}
 	warnings, err := d.reconcile(ctx)

@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t                                  *testing.T
 	dir, root, state, images, sock, sv string
+	imagesArg                          string // --images, if not images
 	cmd                                *exec.Cmd
 	log                                *bytes.Buffer
 	conn                               *grpc.ClientConn
@@ -111,8 +112,12 @@ func newEnv(t *testing.T) *env {
 func (e *env) startDriver() {
 	t := e.t
 	e.log = &bytes.Buffer{}
+	images := e.images
+	if e.imagesArg != "" {
+		images = e.imagesArg
+	}
 	e.cmd = exec.Command(binary, "--root", e.root, "openshell-driver", "--socket", e.sock,
-		"--state", e.state, "--images", e.images, "--supervisor-bin", e.sv,
+		"--state", e.state, "--images", images, "--supervisor-bin", e.sv,
 		"--endpoint", "http://127.0.0.1:9/", "--default-image", "busybox:test")
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
 	if err := e.cmd.Start(); err != nil {
@@ -1005,6 +1010,82 @@ func TestOpenShellDriverKilledDuringCreate(t *testing.T) {
 		t.Fatalf("create kd again: %v\n%s", err, e.log)
 	}
 	e.waitReady("kd", "BackendReady")
+}
+
+// TestOpenShellDriverOCIArchive: --images may be an oci-archive (a tar
+// of the layout, as skopeo's oci-archive: writes it); the driver unpacks
+// it into its state directory and runs sandboxes from it.
+func TestOpenShellDriverOCIArchive(t *testing.T) {
+	e := newEnv(t)
+	e.stopDriver(syscall.SIGTERM)
+	archive := filepath.Join(e.dir, "images.tar")
+	if err := tarDir(e.images, archive); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(e.images); err != nil {
+		t.Fatal(err)
+	}
+	e.imagesArg = archive
+	e.startDriver()
+	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sandbox("arc")}); err != nil {
+		t.Fatalf("CreateSandbox from an oci-archive: %v\n%s", err, e.log)
+	}
+	e.waitReady("arc", "BackendReady")
+	if out, err := e.exec("arc", "/bin/busybox", "echo", "from-archive"); err != nil || out != "from-archive\n" {
+		t.Fatalf("exec: %q %v", out, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.state, "image-archive", "index.json")); err != nil {
+		t.Errorf("the archive was not unpacked into the state directory: %v", err)
+	}
+	code(t, func() error {
+		_, err := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: func() *pb.DriverSandbox {
+			s := sandbox("arc2")
+			s.Spec.Template.Image = "nosuch:1"
+			return s
+		}()})
+		return err
+	}(), codes.InvalidArgument, "an image the archive does not hold")
+}
+
+// tarDir writes the regular files and directories under dir into a tar
+// file at dst, with names relative to dir.
+func tarDir(dir, dst string) error {
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	err = filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || path == dir || !(fi.IsDir() || fi.Mode().IsRegular()) {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		h, err := tar.FileInfoHeader(fi, "")
+		if err != nil {
+			return err
+		}
+		h.Name = rel
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			_, err = tw.Write(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
 }
 
 // TestOpenShellDriverGrpcurl calls the socket with grpcurl and the
