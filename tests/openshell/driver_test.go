@@ -395,16 +395,27 @@ func (w *watcher) deleting(id string) *pb.DriverSandbox {
 
 func (w *watcher) waitFor(t *testing.T, id, reason string) {
 	t.Helper()
+	w.waitForN(t, id, reason, 1)
+}
+
+// waitForN waits until the watch reported reason for id n times (not
+// counting repeats).
+func (w *watcher) waitForN(t *testing.T, id, reason string, n int) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
+		seen := 0
 		for _, r := range w.reasons(id) {
 			if r == reason {
-				return
+				seen++
 			}
+		}
+		if seen >= n {
+			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("watch: no %s for %s; saw %v", reason, id, w.reasons(id))
+	t.Fatalf("watch: not %d x %s for %s; saw %v", n, reason, id, w.reasons(id))
 }
 
 type supervisorRecord struct {
@@ -637,7 +648,9 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	if err := exec.Command(binary, "--root", e.root, "kill", "openshell-sb1", "TERM").Run(); err != nil {
 		t.Fatal(err)
 	}
-	w.waitFor(t, "sb1", "ContainerExited")
+	// A change from outside is seen by the watch's next look (it is
+	// level-triggered): wait for it before undoing it with a start.
+	w.waitForN(t, "sb1", "ContainerExited", 2)
 	e.waitReady("sb1", "ContainerExited")
 	if _, err := e.c.StartSandbox(ctx(t), &pb.StartSandboxRequest{SandboxId: "sb1"}); err != nil {
 		t.Fatal(err)
