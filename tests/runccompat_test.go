@@ -39,10 +39,52 @@ func TestCLIFlagsAfterID(t *testing.T) {
 	if res := r.ok("state", c.id, "--help"); !strings.Contains(res.stdout+res.stderr, "state") {
 		t.Errorf("state ID --help printed no help\n%s", res)
 	}
+	// events ID --stats: one stats line.
+	if res := r.ok("events", c.id, "--stats"); !strings.Contains(res.stdout, `"type":"stats"`) || strings.Count(strings.TrimSpace(res.stdout), "\n") != 0 {
+		t.Errorf("events ID --stats: want one stats line\n%s", res)
+	}
 	// kill ID SIGNAL --all, then delete ID --force on the running container.
 	r.ok("kill", c.id, "0", "--all")
 	r.ok("delete", c.id, "--force")
 	assertNoTrace(t, r, c.id, c.pid, b.dir)
+
+	// create ID --bundle B --pid-file P: the flags are honoured, not taken
+	// for arguments.
+	b2 := newBundle(t, nil, "sleep", "1000")
+	c2 := r.newContainer(b2, "")
+	pf := filepath.Join(tempDir(t), "create.pid")
+	out, errf := c2.openStdio()
+	res := r.exec(runOpts{stdout: out, stderr: errf}, "create", c2.id, "--bundle", b2.dir, "--pid-file", pf)
+	out.Close()
+	errf.Close()
+	if res.code != 0 {
+		t.Fatalf("create ID --bundle B --pid-file P\n%s\n%s", res, c2.output(c2.stderr))
+	}
+	st := c2.state()
+	if st.Status != "created" || st.Bundle != b2.dir || readPidFile(t, pf) != st.Pid {
+		t.Errorf("create ID --bundle B --pid-file P: state %+v, pid file %d", st, readPidFile(t, pf))
+	}
+	r.ok("delete", c2.id, "--force")
+	assertNoTrace(t, r, c2.id, st.Pid, b2.dir)
+
+	// run ID --bundle B --detach --pid-file P.
+	b3 := newBundle(t, nil, "sleep", "1000")
+	c3 := r.newContainer(b3, "")
+	pf = filepath.Join(tempDir(t), "run.pid")
+	out, errf = c3.openStdio()
+	res = r.exec(runOpts{stdout: out, stderr: errf}, "run", c3.id, "--bundle", b3.dir, "--detach", "--pid-file", pf)
+	out.Close()
+	errf.Close()
+	if res.code != 0 {
+		t.Fatalf("run ID --bundle B --detach --pid-file P\n%s\n%s", res, c3.output(c3.stderr))
+	}
+	c3.waitStatus("running", 10*time.Second)
+	st = c3.state()
+	if st.Bundle != b3.dir || readPidFile(t, pf) != st.Pid {
+		t.Errorf("run ID --bundle B --detach --pid-file P: state %+v, pid file %d", st, readPidFile(t, pf))
+	}
+	r.ok("delete", c3.id, "--force")
+	assertNoTrace(t, r, c3.id, st.Pid, b3.dir)
 }
 
 // TestCLIKillSignalZero: signal 0 checks that the container's init exists.
@@ -296,6 +338,43 @@ func TestCLIExitCodeCannotStart(t *testing.T) {
 	}
 	r.run("delete", "--force", id)
 	assertNoTrace(t, r, id, 0, b.dir)
+
+	// run with a pid file in a missing folder: runc 1.1 exits 1 (not 255
+	// as exec does) and removes the container it had started.
+	b = newBundle(t, nil, "sleep", "778")
+	id = uniqueID(t)
+	res = r.run("run", "--detach", "--pid-file", "/nonexistent-dir/x/pid", "--bundle", b.dir, id)
+	if res.code != 1 {
+		t.Errorf("run with a pid file in a missing folder: want exit 1 as runc\n%s", res)
+	}
+	if procs := procsMentioning("778"); len(procs) > 0 {
+		t.Errorf("the run whose pid file failed is still running: %v", procs)
+	}
+	r.run("delete", "--force", id)
+	assertNoTrace(t, r, id, 0, b.dir)
+}
+
+// TestCLIDebugRun: run --debug forwards nsexec's debug lines to the log
+// too (and a run without --debug does not).
+func TestCLIDebugRun(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	for _, debug := range []bool{false, true} {
+		b := newBundle(t, nil, "true")
+		id := uniqueID(t)
+		log := filepath.Join(tempDir(t), "run.log")
+		args := []string{"--log", log, "run", "--bundle", b.dir, id}
+		if debug {
+			args = append([]string{"--debug"}, args...)
+		}
+		r.ok(args...)
+		data, _ := os.ReadFile(log)
+		if has := strings.Contains(string(data), "nsexec"); has != debug {
+			t.Errorf("run (--debug %v): nsexec lines in the log: %v, want %v\n%s", debug, has, debug, data)
+		}
+		r.run("delete", "--force", id)
+	}
 }
 
 // TestCLIDebugForwardsInitLogs: --debug forwards the debug lines of
