@@ -438,14 +438,16 @@ done()
 // cpuBurner is Python that keeps every core busy from one process:
 // hashlib releases the GIL for large buffers, so its threads run in
 // parallel and the process' CPU time (what RLIMIT_CPU counts) grows
-// faster than the wall clock.
+// faster than the wall clock. Sixteen threads: the scheduler shares the
+// CPUs between threads, so on a busy host more threads get the process a
+// larger share.
 const cpuBurner = `
 import hashlib, threading
 buf = b"x" * (1 << 20)
 def burn():
     while True:
         hashlib.sha256(buf).digest()
-for _ in range(4):
+for _ in range(16):
     threading.Thread(target=burn, daemon=True).start()
 `
 
@@ -474,7 +476,9 @@ func procCPU(pid int) time.Duration {
 // burning more than one core is stopped by the RLIMIT_CPU backstop
 // (stopped_reason cpu_time) before the wall-clock timeout. The backstop is
 // ceil(timeout x max(cpus, 1)) + 1 CPU seconds per process: 21 s for a 20 s
-// timeout, reached after about 11 s on two free cores. What the host can
+// timeout, reached after about 11 s on two free cores (2Gi of memory:
+// without cgroups that is RLIMIT_AS, and each thread reserves a stack and
+// a malloc arena). What the host can
 // show decides: the control runs the same burner on the host first (one
 // core, or a host too busy to give one process more than one, cannot
 // show the backstop), and the host samples the sandbox process' CPU time
@@ -505,7 +509,7 @@ print((sum(os.times()[:2]) - c0) / (time.time() - t0))
 		sk := pyProbe(p, m, "cputime", cpuBurner+`
 while True:
     time.sleep(1)
-`, "limits:\n  timeout: 20s\n  cpus: 0.5\n")
+`, "limits:\n  timeout: 20s\n  cpus: 0.5\n  memory: 2Gi\n")
 		var mu sync.Mutex
 		var peak time.Duration
 		var s *sampler
