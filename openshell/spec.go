@@ -41,6 +41,12 @@ var (
 	supervisorCaps = []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG"}
 )
 
+// SandboxPidsLimit is the sandbox's task limit: the Docker driver's
+// default sandbox_pids_limit (openshell-core DEFAULT_SANDBOX_PIDS_LIMIT).
+const SandboxPidsLimit = 2048
+
+func ptr[T any](v T) *T { return &v }
+
 // SupervisorCapabilities is the sorted capability set of the supervisor
 // container (bounding = effective = permitted).
 func SupervisorCapabilities() []string {
@@ -173,6 +179,7 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	}
 	s.Linux.Resources.CPU = res.CPU
 	s.Linux.Resources.Memory = res.Memory
+	s.Linux.Resources.Pids = &specs.LinuxPids{Limit: ptr(int64(SandboxPidsLimit))}
 	// After the capabilities: the profile's CAP_SYS_ADMIN etc. rules are
 	// chosen by the bounding set.
 	if s.Linux.Seccomp, err = supervisorSeccomp(s); err != nil {

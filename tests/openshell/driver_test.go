@@ -612,6 +612,7 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	// Resources: the memory cgroup of the container's init, from the host.
 	checkMemoryLimit(t, e, "sb1", 64<<20)
 	checkCPUQuota(t, e, "sb1", "50000")
+	checkPidsLimit(t, e, "sb1", "2048")
 
 	// skillrun exec into the sandbox; the write lands in the workspace.
 	out, err := e.exec("sb1", "/bin/sh", "-c", "echo persisted > /sandbox/file; cat /proc/1/cmdline | tr '\\0' ' '")
@@ -741,6 +742,39 @@ func checkMemoryLimit(t *testing.T, e *env, id string, want int64) {
 		return
 	}
 	t.Errorf("no memory cgroup file found for pid %d: %s", pid, data)
+}
+
+// checkPidsLimit: the Docker driver's default sandbox_pids_limit, in the
+// pids cgroup of the container's init.
+func checkPidsLimit(t *testing.T, e *env, id, want string) {
+	t.Helper()
+	pid := e.containerPid(id)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var files []string
+		switch {
+		case strings.Contains(","+parts[1]+",", ",pids,"):
+			files = []string{filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max")}
+		case parts[0] == "0" && parts[1] == "":
+			files = []string{filepath.Join("/sys/fs/cgroup", parts[2], "pids.max"), filepath.Join("/sys/fs/cgroup/unified", parts[2], "pids.max")}
+		}
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil {
+				if strings.TrimSpace(string(b)) != want {
+					t.Errorf("%s = %s, want %s", f, b, want)
+				}
+				return
+			}
+		}
+	}
+	t.Errorf("no pids cgroup file found for pid %d: %s", pid, data)
 }
 
 // checkCPUQuota: cpu_limit 500m is a CFS quota of 50000us per 100000us.
