@@ -136,6 +136,11 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 		Permitted: SupervisorCapabilities(),
 	}
 	s.Process.NoNewPrivileges = false
+	// Docker's spec sets no rlimits (the container inherits the daemon's,
+	// unless --default-ulimit is configured); the runc example spec's
+	// RLIMIT_NOFILE of 1024 would cap the supervisor's proxy. Inherit the
+	// driver's.
+	s.Process.Rlimits = nil
 	if hostnamePattern.MatchString(sb.GetName()) {
 		s.Hostname = sb.GetName()
 	}

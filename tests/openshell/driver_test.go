@@ -469,6 +469,22 @@ func checkSupervisorPrivileges(t *testing.T, e *env, id string, rec supervisorRe
 			t.Errorf("supervisor %s: %s, want %s", k, status[k], v)
 		}
 	}
+	// No rlimits of its own: as under Docker, the supervisor inherits
+	// its driver's (runc's example spec would cap open files at 1024).
+	if e.cmd != nil {
+		lim := func(pid int) string {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "Max open files") {
+					return strings.Join(strings.Fields(l), " ")
+				}
+			}
+			return "?"
+		}
+		if got, want := lim(e.containerPid(id)), lim(e.cmd.Process.Pid); got != want {
+			t.Errorf("supervisor %s, driver %s: want the driver's", got, want)
+		}
+	}
 	if rec.SetuidOut != "65534" {
 		t.Errorf("the supervisor cannot switch to another user: %q %s", rec.SetuidOut, rec.SetuidErr)
 	}
