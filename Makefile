@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -buildvcs=false
 # Unit tests build the same way (hack/test.sh).
 export GOEXPERIMENT := jsonv2
 
-.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto
+.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto proto-check
 
 all: skillrun ## build bin/skillrun (static, seccomp compiled in)
 
@@ -84,6 +84,11 @@ proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated
 		--go_out=openshell/computev1 --go_opt=paths=source_relative \
 		--go-grpc_out=openshell/computev1 --go-grpc_opt=paths=source_relative \
 		openshell/proto/compute_driver.proto
+
+proto-check: proto ## fail when the committed openshell/computev1 differs from what make proto generates
+	@git diff --exit-code --stat -- openshell/computev1 && \
+	test -z "$$(git ls-files --others --exclude-standard -- openshell/computev1)" || \
+		{ echo "openshell/computev1 is not what make proto generates from openshell/proto: run make proto and commit" >&2; exit 1; }
 
 clean: ## remove build output
 	rm -rf bin

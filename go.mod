@@ -40,6 +40,7 @@ require (
 	github.com/godbus/dbus/v5 v5.2.2 // indirect
 	github.com/klauspost/compress v1.11.3 // indirect
 	github.com/klauspost/pgzip v1.2.6 // indirect
+	github.com/moby/profiles/seccomp v0.3.0 // indirect
 	github.com/moby/sys/capability v0.4.0 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/mrunalp/fileutils v0.5.1 // indirect

@@ -11,7 +11,7 @@ want_build=(libseccomp-dev pkg-config gcc make)
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip python3-setuptools python3-wheel nodejs iproute2 procps psmisc util-linux strace)
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
-want_proto=(protobuf-compiler)
+want_proto=(protobuf-compiler libprotobuf-dev) # libprotobuf-dev: google/protobuf/struct.proto
 
 # protoc's Go plugins, built from the Go module proxy into bin/tools at the
 # protobuf version go.mod pins (Debian's protoc-gen-go is the old v1.3 API).

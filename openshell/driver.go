@@ -60,8 +60,9 @@ type Config struct {
 	// StateDir holds one directory per sandbox (record, bundle, token,
 	// workspace); created 0700.
 	StateDir string
-	// ImagesDir is an OCI image layout (index.json, blobs/) the template
-	// images are looked up in.
+	// ImagesDir is the OCI image layout (index.json, blobs/) the template
+	// images are looked up in, or an oci-archive file (a tar of one),
+	// unpacked into StateDir by New.
 	ImagesDir string
 	// SupervisorBin is the host path of OpenShell's sandbox supervisor.
 	SupervisorBin string
@@ -98,8 +99,43 @@ type Driver struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per sandbox ID
-	// changed is closed (and replaced) whenever a sandbox changes.
+	// changed is closed (and replaced) to make every watcher look for
+	// changes nobody announced (a container exiting).
 	changed chan struct{}
+	// watchers receive the driver's own transitions, as they happen.
+	watchers map[*watchQueue]struct{}
+}
+
+// watchItem is one observed state of a sandbox; sandbox nil means gone.
+type watchItem struct {
+	id      string
+	sandbox *pb.DriverSandbox
+}
+
+// watchQueue is one WatchSandboxes stream's FIFO of observed states, in
+// the order they were observed.
+type watchQueue struct {
+	mu    sync.Mutex
+	items []watchItem
+	wake  chan struct{} // capacity 1
+}
+
+func (q *watchQueue) push(it watchItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *watchQueue) take() []watchItem {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }
 
 // record is what the driver keeps on disk about a sandbox.
@@ -153,7 +189,14 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 			return nil, nil, fmt.Errorf("state directory: %w", err)
 		}
 	}
-	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{})}
+	if cfg.ImagesDir != "" {
+		layout, err := imageLayout(cfg.ImagesDir, cfg.StateDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.ImagesDir = layout
+	}
+	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}}
 	warnings, err := d.reconcile(ctx)
 	return d, warnings, err
 }
@@ -219,7 +262,40 @@ func (d *Driver) lock(id string) func() {
 	return l.Unlock
 }
 
-// notify wakes every watcher.
+// tryLock is lock without waiting: ok is false while another goroutine
+// changes the sandbox.
+func (d *Driver) tryLock(id string) (unlock func(), ok bool) {
+	d.mu.Lock()
+	l, ok := d.locks[id]
+	if !ok {
+		l = &sync.Mutex{}
+		d.locks[id] = l
+	}
+	d.mu.Unlock()
+	if !l.TryLock() {
+		return nil, false
+	}
+	return l.Unlock, true
+}
+
+// publish hands the current state of sandbox id (gone if it has no
+// record) to every watcher. The caller holds id's lock, so every state a
+// mutation passes through (Starting, Deleting) reaches every stream, in
+// order: watchers only observe a sandbox themselves while they hold its
+// lock (see WatchSandboxes).
+func (d *Driver) publish(id string) {
+	sb, err := d.snapshot(context.Background(), id, false)
+	if err != nil {
+		sb = nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for q := range d.watchers {
+		q.push(watchItem{id: id, sandbox: sb})
+	}
+}
+
+// notify makes every watcher look for changes now.
 func (d *Driver) notify() {
 	d.mu.Lock()
 	close(d.changed)
@@ -412,13 +488,13 @@ func (d *Driver) CreateSandbox(ctx context.Context, req *pb.CreateSandboxRequest
 	if err := d.create(ctx, sb); err != nil {
 		// Nothing left behind: no container, no directory.
 		_ = d.destroy(context.WithoutCancel(ctx), id)
-		d.notify()
+		d.publish(id)
 		if status.Code(err) != codes.Unknown {
 			return nil, err
 		}
 		return nil, status.Errorf(codes.Internal, "create sandbox %s: %v", id, err)
 	}
-	d.notify()
+	d.publish(id)
 	return &pb.CreateSandboxResponse{}, nil
 }
 
@@ -441,7 +517,7 @@ func (d *Driver) create(ctx context.Context, sb *pb.DriverSandbox) error {
 	if err := d.writeRecord(id, rec); err != nil {
 		return err
 	}
-	d.notify()
+	d.publish(id) // Starting
 	bundle := d.bundleDir(id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return err
@@ -655,7 +731,7 @@ func (d *Driver) StopSandbox(ctx context.Context, req *pb.StopSandboxRequest) (*
 	if err := d.stopContainer(ctx, ContainerID(id)); err != nil {
 		return nil, status.Errorf(codes.Internal, "stop sandbox %s: %v", id, err)
 	}
-	d.notify()
+	d.publish(id)
 	return &pb.StopSandboxResponse{}, nil
 }
 
@@ -718,7 +794,7 @@ func (d *Driver) StartSandbox(ctx context.Context, req *pb.StartSandboxRequest) 
 			return nil, status.Errorf(codes.Internal, "start sandbox %s: %v", id, err)
 		}
 	}
-	d.notify()
+	d.publish(id)
 	return &pb.StartSandboxResponse{}, nil
 }
 
@@ -743,60 +819,113 @@ func (d *Driver) DeleteSandbox(ctx context.Context, req *pb.DeleteSandboxRequest
 	if err := d.writeRecord(id, rec); err != nil {
 		return nil, status.Errorf(codes.Internal, "delete sandbox %s: %v", id, err)
 	}
-	d.notify()
+	d.publish(id) // Deleting
 	if err := d.stopContainer(ctx, ContainerID(id)); err != nil {
 		return nil, status.Errorf(codes.Internal, "delete sandbox %s: %v", id, err)
 	}
 	if err := d.destroy(ctx, id); err != nil {
 		return nil, status.Errorf(codes.Internal, "delete sandbox %s: %v", id, err)
 	}
-	d.notify()
+	d.publish(id) // deleted
 	return &pb.DeleteSandboxResponse{Deleted: true}, nil
 }
 
 // WatchSandboxes sends a snapshot of every sandbox, then one event per
 // change: a new snapshot when a sandbox's observed state changes, a
 // deleted event when it is gone.
+//
+// Two sources feed a stream, through one FIFO: every state the driver's
+// own mutations pass through (published while the mutation holds the
+// sandbox's lock: Starting, BackendReady, ContainerExited after a stop,
+// Deleting, deleted), and a look at every sandbox no mutation holds, at
+// start, when woken (a container's init exited) and every PollInterval,
+// for changes from outside (a container exiting or paused). Changes from
+// outside that come and go between two looks are not seen.
 func (d *Driver) WatchSandboxes(_ *pb.WatchSandboxesRequest, stream pb.ComputeDriver_WatchSandboxesServer) error {
 	ctx := stream.Context()
+	q := &watchQueue{wake: make(chan struct{}, 1)}
+	d.mu.Lock()
+	d.watchers[q] = struct{}{}
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.watchers, q)
+		d.mu.Unlock()
+	}()
 	seen := map[string]*pb.DriverSandbox{}
 	tick := time.NewTicker(d.cfg.PollInterval)
 	defer tick.Stop()
+	look := func() error {
+		ents, err := os.ReadDir(d.sandboxesDir())
+		if err != nil {
+			return status.Errorf(codes.Internal, "list sandboxes: %v", err)
+		}
+		ids := map[string]bool{}
+		for _, e := range ents {
+			ids[e.Name()] = true
+		}
+		for id := range seen {
+			ids[id] = true
+		}
+		sorted := make([]string, 0, len(ids))
+		for id := range ids {
+			sorted = append(sorted, id)
+		}
+		sort.Strings(sorted)
+		for _, id := range sorted {
+			unlock, ok := d.tryLock(id)
+			if !ok {
+				continue // a mutation is under way: it publishes its states
+			}
+			sb, err := d.snapshot(ctx, id, false)
+			if err != nil {
+				sb = nil
+			}
+			q.push(watchItem{id: id, sandbox: sb})
+			unlock()
+		}
+		return nil
+	}
+	send := func() error {
+		for _, it := range q.take() {
+			prev, ok := seen[it.id]
+			switch {
+			case it.sandbox == nil && ok:
+				delete(seen, it.id)
+				if err := stream.Send(&pb.WatchSandboxesEvent{Payload: &pb.WatchSandboxesEvent_Deleted{Deleted: &pb.WatchSandboxesDeletedEvent{SandboxId: it.id}}}); err != nil {
+					return err
+				}
+			case it.sandbox == nil, ok && proto.Equal(prev, it.sandbox):
+			default:
+				seen[it.id] = it.sandbox
+				if err := stream.Send(&pb.WatchSandboxesEvent{Payload: &pb.WatchSandboxesEvent_Sandbox{Sandbox: &pb.WatchSandboxesSandboxEvent{Sandbox: it.sandbox}}}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
 	for {
 		changed := d.changes()
-		sbs, err := d.list(ctx, false)
-		if err != nil {
+		if err := look(); err != nil {
 			return err
 		}
-		now := map[string]bool{}
-		for _, sb := range sbs {
-			now[sb.GetId()] = true
-			if prev, ok := seen[sb.GetId()]; ok && proto.Equal(prev, sb) {
-				continue
-			}
-			seen[sb.GetId()] = sb
-			if err := stream.Send(&pb.WatchSandboxesEvent{Payload: &pb.WatchSandboxesEvent_Sandbox{Sandbox: &pb.WatchSandboxesSandboxEvent{Sandbox: sb}}}); err != nil {
-				return err
-			}
+		if err := send(); err != nil {
+			return err
 		}
-		gone := make([]string, 0)
-		for id := range seen {
-			if !now[id] {
-				gone = append(gone, id)
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-q.wake:
+				if err := send(); err != nil {
+					return err
+				}
+			case <-changed:
+				waiting = false
+			case <-tick.C:
+				waiting = false
 			}
-		}
-		sort.Strings(gone)
-		for _, id := range gone {
-			delete(seen, id)
-			if err := stream.Send(&pb.WatchSandboxesEvent{Payload: &pb.WatchSandboxesEvent_Deleted{Deleted: &pb.WatchSandboxesDeletedEvent{SandboxId: id}}}); err != nil {
-				return err
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-tick.C:
 		}
 	}
 }

@@ -64,10 +64,17 @@ func TestListenRefuses(t *testing.T) {
 	if err := os.WriteFile(file, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777) // no sticky bit
 	cases := map[string]struct{ path, want string }{
-		"symlinked directory": {filepath.Join(link, "s.sock"), "not a symlink"},
-		"regular file":        {file, "not a Unix socket"},
-		"empty path":          {"", "empty"},
+		"symlinked directory":     {filepath.Join(link, "s.sock"), "not a symlink"},
+		"symlinked ancestor":      {filepath.Join(link, "sub", "s.sock"), "not a symlink"},
+		"world-writable ancestor": {filepath.Join(open, "sub", "s.sock"), "writable by group or others"},
+		"regular file":            {file, "not a Unix socket"},
+		"empty path":              {"", "empty"},
 	}
 	if os.Geteuid() == 0 {
 		other := filepath.Join(base, "other")
@@ -96,8 +103,89 @@ func TestListenRefuses(t *testing.T) {
 	if data, err := os.ReadFile(file); err != nil || string(data) != "keep" {
 		t.Errorf("the regular file was touched: %q %v", data, err)
 	}
-	if _, err := os.Lstat(filepath.Join(real, "s.sock")); err == nil {
-		t.Error("a socket was created through the symlink")
+	for _, p := range []string{filepath.Join(real, "s.sock"), filepath.Join(real, "sub"), filepath.Join(open, "sub")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was created", p)
+		}
+	}
+	// With the sticky bit (as /tmp), others cannot rename our directory.
+	os.Chmod(open, 0o777|os.ModeSticky)
+	l, err := Listen(filepath.Join(open, "sub", "s.sock"))
+	if err != nil {
+		t.Fatalf("below a sticky world-writable directory: %v", err)
+	}
+	l.Close()
+}
+
+// TestListenLiveSocket: a socket another process serves is left alone
+// (probe-connected, not unlinked), and keeps serving.
+func TestListenLiveSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "run", "s.sock")
+	l1, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	go func() {
+		for {
+			c, err := l1.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("first"))
+			c.Close()
+		}
+	}()
+	before, _ := os.Lstat(sock)
+	if l2, err := Listen(sock); err == nil {
+		l2.Close()
+		t.Fatal("a live socket was replaced")
+	} else if !strings.Contains(err.Error(), "in use") {
+		t.Errorf("error %q does not say the socket is in use", err)
+	}
+	after, err := os.Lstat(sock)
+	if err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the live socket file changed: %v", err)
+	}
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("the first listener no longer serves: %v", err)
+	}
+	buf := make([]byte, 5)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, _ := c.Read(buf); string(buf[:n]) != "first" {
+		t.Errorf("read %q from the first listener", buf[:n])
+	}
+	c.Close()
+}
+
+// TestListenSocketOfAnotherUser: a (stale) socket owned by another uid is
+// refused and left in place.
+func TestListenSocketOfAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (to give a socket to another uid)")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	os.Mkdir(dir, 0o700)
+	sock := filepath.Join(dir, "s.sock")
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.SetUnlinkOnClose(false)
+	stale.Close()
+	if err := os.Lchown(sock, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := Listen(sock); err == nil {
+		l.Close()
+		t.Fatal("a socket of uid 65534 was replaced")
+	} else if !strings.Contains(err.Error(), "not a Unix socket owned by uid 0") {
+		t.Errorf("error %q", err)
+	}
+	fi, err := os.Lstat(sock)
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Errorf("the other user's socket was touched: %v %v", fi, err)
 	}
 }
 

@@ -16,10 +16,44 @@ import (
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 )
 
-// supervisorCaps are added to the base spec's capabilities: what
-// OpenShell's Docker driver grants the supervisor (it sets up the agent's
-// network namespace and its seccomp/Landlock sandbox itself).
-var supervisorCaps = []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG"}
+// The supervisor container's privileges are those OpenShell's Docker
+// driver asks Docker for (crates/openshell-driver-docker, create body:
+// user "0", cap_add SYS_ADMIN NET_ADMIN SYS_PTRACE SYSLOG, security_opt
+// apparmor=unconfined only), as Docker turns them into config.json:
+// Docker's default capability set plus the added ones in the bounding,
+// effective and permitted sets (inheritable and ambient empty),
+// noNewPrivileges false, and Docker's default seccomp profile evaluated
+// for those capabilities (github.com/moby/profiles/seccomp, the library
+// dockerd itself uses). The supervisor needs SETUID/SETGID to drop to the
+// sandbox user, CHOWN/FOWNER to prepare the filesystem, SETPCAP to clear
+// the agent's bounding set, and SYS_ADMIN (with the profile's
+// CAP_SYS_ADMIN rules: mount, unshare, setns, clone with namespace flags)
+// to build the agent's namespaces and Landlock/seccomp sandbox.
+var (
+	// dockerDefaultCaps is Docker's default capability set (moby
+	// oci/caps.DefaultCapabilities).
+	dockerDefaultCaps = []string{
+		"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+		"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+		"CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+	}
+	// supervisorCaps is the Docker driver's cap_add.
+	supervisorCaps = []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG"}
+)
+
+// SandboxPidsLimit is the sandbox's task limit: the Docker driver's
+// default sandbox_pids_limit (openshell-core DEFAULT_SANDBOX_PIDS_LIMIT).
+const SandboxPidsLimit = 2048
+
+func ptr[T any](v T) *T { return &v }
+
+// SupervisorCapabilities is the sorted capability set of the supervisor
+// container (bounding = effective = permitted).
+func SupervisorCapabilities() []string {
+	caps := append(append([]string{}, dockerDefaultCaps...), supervisorCaps...)
+	sort.Strings(caps)
+	return caps
+}
 
 var hostnamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
@@ -96,11 +130,17 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	s.Process.User = specs.User{UID: 0, GID: 0}
 	s.Process.Args = []string{SupervisorPath, "--workdir", wsRoot}
 	s.Process.Env = d.environment(sb, img)
-	if c := s.Process.Capabilities; c != nil {
-		c.Bounding = addCaps(c.Bounding)
-		c.Effective = addCaps(c.Effective)
-		c.Permitted = addCaps(c.Permitted)
+	s.Process.Capabilities = &specs.LinuxCapabilities{
+		Bounding:  SupervisorCapabilities(),
+		Effective: SupervisorCapabilities(),
+		Permitted: SupervisorCapabilities(),
 	}
+	s.Process.NoNewPrivileges = false
+	// Docker's spec sets no rlimits (the container inherits the daemon's,
+	// unless --default-ulimit is configured); the runc example spec's
+	// RLIMIT_NOFILE of 1024 would cap the supervisor's proxy. Inherit the
+	// driver's.
+	s.Process.Rlimits = nil
 	if hostnamePattern.MatchString(sb.GetName()) {
 		s.Hostname = sb.GetName()
 	}
@@ -144,6 +184,12 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	}
 	s.Linux.Resources.CPU = res.CPU
 	s.Linux.Resources.Memory = res.Memory
+	s.Linux.Resources.Pids = &specs.LinuxPids{Limit: ptr(int64(SandboxPidsLimit))}
+	// After the capabilities: the profile's CAP_SYS_ADMIN etc. rules are
+	// chosen by the bounding set.
+	if s.Linux.Seccomp, err = supervisorSeccomp(s); err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
 	if d.cfg.HostNetwork {
 		ns := s.Linux.Namespaces[:0]
 		for _, n := range s.Linux.Namespaces {
@@ -154,17 +200,4 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 		s.Linux.Namespaces = ns
 	}
 	return s, nil
-}
-
-func addCaps(caps []string) []string {
-	have := map[string]bool{}
-	for _, c := range caps {
-		have[c] = true
-	}
-	for _, c := range supervisorCaps {
-		if !have[c] {
-			caps = append(caps, c)
-		}
-	}
-	return caps
 }

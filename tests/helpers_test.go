@@ -769,8 +769,16 @@ func rawCgroups(pid int) map[string]string {
 		case strings.HasPrefix(ctrl, "name="):
 			ctrl = strings.TrimPrefix(ctrl, "name=")
 		}
+		base := filepath.Join("/sys/fs/cgroup", ctrl)
+		if ctrl == "unified" && parts[0] == "0" {
+			// cgroup v2: mounted at /sys/fs/cgroup itself on a v2-only
+			// host, at /sys/fs/cgroup/unified on a hybrid one.
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				base = "/sys/fs/cgroup"
+			}
+		}
 		for _, c := range strings.Split(ctrl, ",") {
-			d := filepath.Join("/sys/fs/cgroup", ctrl, parts[2])
+			d := filepath.Join(base, parts[2])
 			if _, err := os.Stat(d); err == nil {
 				m[c] = d
 			}

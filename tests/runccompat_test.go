@@ -39,10 +39,52 @@ func TestCLIFlagsAfterID(t *testing.T) {
 	if res := r.ok("state", c.id, "--help"); !strings.Contains(res.stdout+res.stderr, "state") {
 		t.Errorf("state ID --help printed no help\n%s", res)
 	}
+	// events ID --stats: one stats line.
+	if res := r.ok("events", c.id, "--stats"); !strings.Contains(res.stdout, `"type":"stats"`) || strings.Count(strings.TrimSpace(res.stdout), "\n") != 0 {
+		t.Errorf("events ID --stats: want one stats line\n%s", res)
+	}
 	// kill ID SIGNAL --all, then delete ID --force on the running container.
 	r.ok("kill", c.id, "0", "--all")
 	r.ok("delete", c.id, "--force")
 	assertNoTrace(t, r, c.id, c.pid, b.dir)
+
+	// create ID --bundle B --pid-file P: the flags are honoured, not taken
+	// for arguments.
+	b2 := newBundle(t, nil, "sleep", "1000")
+	c2 := r.newContainer(b2, "")
+	pf := filepath.Join(tempDir(t), "create.pid")
+	out, errf := c2.openStdio()
+	res := r.exec(runOpts{stdout: out, stderr: errf}, "create", c2.id, "--bundle", b2.dir, "--pid-file", pf)
+	out.Close()
+	errf.Close()
+	if res.code != 0 {
+		t.Fatalf("create ID --bundle B --pid-file P\n%s\n%s", res, c2.output(c2.stderr))
+	}
+	st := c2.state()
+	if st.Status != "created" || st.Bundle != b2.dir || readPidFile(t, pf) != st.Pid {
+		t.Errorf("create ID --bundle B --pid-file P: state %+v, pid file %d", st, readPidFile(t, pf))
+	}
+	r.ok("delete", c2.id, "--force")
+	assertNoTrace(t, r, c2.id, st.Pid, b2.dir)
+
+	// run ID --bundle B --detach --pid-file P.
+	b3 := newBundle(t, nil, "sleep", "1000")
+	c3 := r.newContainer(b3, "")
+	pf = filepath.Join(tempDir(t), "run.pid")
+	out, errf = c3.openStdio()
+	res = r.exec(runOpts{stdout: out, stderr: errf}, "run", c3.id, "--bundle", b3.dir, "--detach", "--pid-file", pf)
+	out.Close()
+	errf.Close()
+	if res.code != 0 {
+		t.Fatalf("run ID --bundle B --detach --pid-file P\n%s\n%s", res, c3.output(c3.stderr))
+	}
+	c3.waitStatus("running", 10*time.Second)
+	st = c3.state()
+	if st.Bundle != b3.dir || readPidFile(t, pf) != st.Pid {
+		t.Errorf("run ID --bundle B --detach --pid-file P: state %+v, pid file %d", st, readPidFile(t, pf))
+	}
+	r.ok("delete", c3.id, "--force")
+	assertNoTrace(t, r, c3.id, st.Pid, b3.dir)
 }
 
 // TestCLIKillSignalZero: signal 0 checks that the container's init exists.
@@ -128,12 +170,18 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	r := newRT(t)
 	b := newBundle(t, nil, "sleep", "1000")
 	c := r.start(b)
-	pidsDir, ok := c.cgroups["pids"]
-	if !ok {
-		// The v1 CONTROLLER:PATH forms need per-controller hierarchies.
-		t.Skipf("skipped: no cgroup v1 pids hierarchy on this host (cgroups %v); the v2 form is the same path in one hierarchy", c.cgroups)
+	// What the host shows: the v1 hierarchies the container's init has its
+	// own cgroup in (per-controller directories), and its cgroup v2 one
+	// ("unified": /sys/fs/cgroup on a v2 host, /sys/fs/cgroup/unified on a
+	// hybrid one), if any.
+	pidsDir, v1 := c.cgroups["pids"]
+	v2Dir := c.cgroups["unified"]
+	if v2Dir != "" && filepath.Base(v2Dir) != c.id {
+		v2Dir = "" // not a cgroup of its own
 	}
-	memDir := c.cgroups["memory"]
+	if !v1 && v2Dir == "" {
+		t.Skipf("skipped: the container has no cgroup of its own on this host (cgroups %v)", c.cgroups)
+	}
 	// "sub" in every hierarchy the container has, "only" in pids alone.
 	var made []string
 	seen := map[string]bool{}
@@ -157,10 +205,12 @@ func TestCLIExecSubCgroup(t *testing.T) {
 			}
 		}
 	}
-	if err := os.Mkdir(filepath.Join(pidsDir, "only"), 0o755); err != nil {
-		t.Fatal(err)
+	if v1 {
+		if err := os.Mkdir(filepath.Join(pidsDir, "only"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, filepath.Join(pidsDir, "only"))
 	}
-	made = append(made, filepath.Join(pidsDir, "only"))
 	t.Cleanup(func() {
 		for _, d := range made {
 			os.Remove(d)
@@ -181,30 +231,50 @@ func TestCLIExecSubCgroup(t *testing.T) {
 		return readPidFile(t, pf)
 	}
 
-	pid := execIn("pids:only")
-	cg := hostCgroups(pid)
-	if cg["pids"] != filepath.Join(pidsDir, "only") {
-		t.Errorf("exec --cgroup pids:only: pids cgroup %q, want %s", cg["pids"], filepath.Join(pidsDir, "only"))
-	}
-	if memDir != "" && cg["memory"] != memDir {
-		t.Errorf("exec --cgroup pids:only: memory cgroup %q, want the container's %s", cg["memory"], memDir)
-	}
-	if p := procs(filepath.Join(pidsDir, "only")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
-		t.Errorf("pids/only/cgroup.procs = %v, want [%d]", p, pid)
+	if v1 {
+		// cgroup v1: CONTROLLER:PATH moves the process in that hierarchy
+		// only.
+		pid := execIn("pids:only")
+		cg := hostCgroups(pid)
+		if cg["pids"] != filepath.Join(pidsDir, "only") {
+			t.Errorf("exec --cgroup pids:only: pids cgroup %q, want %s", cg["pids"], filepath.Join(pidsDir, "only"))
+		}
+		if memDir := c.cgroups["memory"]; memDir != "" && cg["memory"] != memDir {
+			t.Errorf("exec --cgroup pids:only: memory cgroup %q, want the container's %s", cg["memory"], memDir)
+		}
+		if p := procs(filepath.Join(pidsDir, "only")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
+			t.Errorf("pids/only/cgroup.procs = %v, want [%d]", p, pid)
+		}
 	}
 
-	pid = execIn("sub")
-	if got := hostCgroups(pid)["pids"]; got != filepath.Join(pidsDir, "sub") {
-		t.Errorf("exec --cgroup sub: pids cgroup %q, want %s", got, filepath.Join(pidsDir, "sub"))
+	// The single-path form (the only one on cgroup v2): the same sub-path
+	// in every hierarchy the container has its own cgroup in, v1 and v2.
+	pid := execIn("sub")
+	cg := hostCgroups(pid)
+	for ctrl, d := range c.cgroups {
+		if filepath.Base(d) != c.id {
+			continue
+		}
+		if got, want := cg[ctrl], filepath.Join(d, "sub"); got != want {
+			t.Errorf("exec --cgroup sub: %s cgroup %q, want %s", ctrl, got, want)
+		}
+	}
+	if v2Dir != "" {
+		if p := procs(filepath.Join(v2Dir, "sub")); len(p) != 1 || p[0] != strconv.Itoa(pid) {
+			t.Errorf("cgroup v2 %s/sub/cgroup.procs = %v, want [%d]", v2Dir, p, pid)
+		}
+	} else {
+		t.Logf("the container has no cgroup v2 directory of its own here (cgroups %v): the single-path form is checked in the v1 hierarchies", c.cgroups)
 	}
 
 	marker := fmt.Sprintf("/proc/%d/root/dev/shm/subcg", c.pid)
 	before := len(psJSON(t, r, c.id))
 	for _, tc := range []struct{ arg, want string }{
 		{"../escape", "sub cgroup path"},
-		{"pids:../../escape", "sub cgroup path"},
 		{"missing", "no such file or directory"},
-		{"a:b:c", ""},
+		// runc 1.1's message (runc 1.2 and later split at the first ':'
+		// and fail when joining instead).
+		{"a:b:c", "invalid --cgroup argument: a:b:c"},
 	} {
 		res := r.run("exec", "--cgroup", tc.arg, c.id, "touch", "/dev/shm/subcg")
 		if res.code != 255 || !strings.Contains(res.stderr, tc.want) {
@@ -217,7 +287,16 @@ func TestCLIExecSubCgroup(t *testing.T) {
 	if after := len(psJSON(t, r, c.id)); after != before {
 		t.Errorf("refused execs left processes: %d before, %d after", before, after)
 	}
-	for _, d := range []string{filepath.Dir(pidsDir), filepath.Dir(filepath.Dir(pidsDir))} {
+	if v1 {
+		res := r.run("exec", "--cgroup", "pids:../../escape", c.id, "touch", "/dev/shm/subcg")
+		if res.code != 255 || !strings.Contains(res.stderr, "sub cgroup path") {
+			t.Errorf("exec --cgroup pids:../../escape: want exit 255 and %q\n%s", "sub cgroup path", res)
+		}
+	}
+	for _, d := range []string{filepath.Dir(pidsDir), filepath.Dir(filepath.Dir(pidsDir)), filepath.Dir(v2Dir), filepath.Dir(filepath.Dir(v2Dir))} {
+		if d == "." || d == "/" {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(d, "escape")); err == nil {
 			t.Errorf("a cgroup %s was created outside the container", filepath.Join(d, "escape"))
 		}
@@ -259,6 +338,43 @@ func TestCLIExitCodeCannotStart(t *testing.T) {
 	}
 	r.run("delete", "--force", id)
 	assertNoTrace(t, r, id, 0, b.dir)
+
+	// run with a pid file in a missing folder: runc 1.1 exits 1 (not 255
+	// as exec does) and removes the container it had started.
+	b = newBundle(t, nil, "sleep", "778")
+	id = uniqueID(t)
+	res = r.run("run", "--detach", "--pid-file", "/nonexistent-dir/x/pid", "--bundle", b.dir, id)
+	if res.code != 1 {
+		t.Errorf("run with a pid file in a missing folder: want exit 1 as runc\n%s", res)
+	}
+	if procs := procsMentioning("778"); len(procs) > 0 {
+		t.Errorf("the run whose pid file failed is still running: %v", procs)
+	}
+	r.run("delete", "--force", id)
+	assertNoTrace(t, r, id, 0, b.dir)
+}
+
+// TestCLIDebugRun: run --debug forwards nsexec's debug lines to the log
+// too (and a run without --debug does not).
+func TestCLIDebugRun(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	r := newRT(t)
+	for _, debug := range []bool{false, true} {
+		b := newBundle(t, nil, "true")
+		id := uniqueID(t)
+		log := filepath.Join(tempDir(t), "run.log")
+		args := []string{"--log", log, "run", "--bundle", b.dir, id}
+		if debug {
+			args = append([]string{"--debug"}, args...)
+		}
+		r.ok(args...)
+		data, _ := os.ReadFile(log)
+		if has := strings.Contains(string(data), "nsexec"); has != debug {
+			t.Errorf("run (--debug %v): nsexec lines in the log: %v, want %v\n%s", debug, has, debug, data)
+		}
+		r.run("delete", "--force", id)
+	}
 }
 
 // TestCLIDebugForwardsInitLogs: --debug forwards the debug lines of

@@ -193,6 +193,7 @@ func TestSubCgroupPaths(t *testing.T) {
 		{[]string{"sub"}, map[string]string{"": "sub"}, ""},
 		{[]string{"cpu,cpuacct:a", "memory:b"}, map[string]string{"cpu": "a", "cpuacct": "a", "memory": "b"}, ""},
 		{[]string{"a", "b"}, nil, "invalid --cgroup argument: a (missing <controller>: prefix)"},
+		{[]string{"a:b:c"}, nil, "invalid --cgroup argument: a:b:c"},
 		{[]string{",cpu:a"}, nil, "invalid --cgroup argument: ,cpu:a (empty <controller> prefix)"},
 		{[]string{"cpu:a", "cpu:b"}, nil, "invalid --cgroup argument(s): controller cpu specified multiple times"},
 	} {

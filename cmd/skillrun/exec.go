@@ -90,7 +90,8 @@ func (e *env) exec(c *cli.Context) (int, error) {
 
 // subCgroupPaths parses exec --cgroup values: one PATH (every controller,
 // or cgroup v2), or any number of CONTROLLER[,CONTROLLER...]:PATH (cgroup
-// v1). The errors are runc's. Whether a path exists and stays below the
+// v1). The errors are runc's (1.1's for more than one ':', 1.2's for empty
+// and repeated controllers). Whether a path exists and stays below the
 // container's cgroup is checked when the process joins it.
 func subCgroupPaths(args []string) (map[string]string, error) {
 	if len(args) == 0 {
@@ -98,6 +99,11 @@ func subCgroupPaths(args []string) (map[string]string, error) {
 	}
 	paths := make(map[string]string, len(args))
 	for _, a := range args {
+		// runc 1.1 refuses a second ':' (runc 1.2 and later keep it in
+		// the path and fail when joining).
+		if strings.Count(a, ":") > 1 {
+			return nil, fmt.Errorf("invalid --cgroup argument: %s", a)
+		}
 		ctrls, path, ok := strings.Cut(a, ":")
 		if !ok {
 			if len(args) != 1 {

@@ -49,7 +49,7 @@ func openshellCommand(e *env) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Required: true, Usage: "Unix socket to listen on (its directory is made 0700)"},
 			&cli.StringFlag{Name: "supervisor-bin", Usage: "host path of OpenShell's sandbox supervisor, mounted read-only at " + openshell.SupervisorPath},
-			&cli.StringFlag{Name: "images", Usage: "OCI image layout directory holding the sandbox images"},
+			&cli.StringFlag{Name: "images", Usage: "OCI image layout directory holding the sandbox images, or an oci-archive file (a tar of one)"},
 			&cli.StringFlag{Name: "state", Value: defaultOpenShellState(), Usage: "directory for sandbox bundles, tokens and workspaces"},
 			&cli.StringFlag{Name: "endpoint", Usage: "gateway URL given to the supervisor (OPENSHELL_ENDPOINT)"},
 			&cli.StringFlag{Name: "default-image", Usage: "image used when a sandbox template names none"},

@@ -106,14 +106,16 @@ func newPodman(t *testing.T, rootless bool) *podman {
 	}
 
 	// The runtime_supports_json list replaces podman's default one: keep the
-	// defaults and add skillrun (see docs/integrations.md).
+	// defaults and add skillrun; runtime makes it podman's default, as
+	// docs/integrations.md documents for OpenShell's Podman driver.
 	conf := fmt.Sprintf(`[engine]
+runtime = %[1]q
 runtime_supports_json = ["crun", "runc", "kata", "runsc", "youki", "krun", "skillrun"]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 
 [engine.runtimes]
-%s = [%q]
+%[1]s = [%[2]q]
 `, p.name, p.runtime)
 	storage := fmt.Sprintf("[storage]\ndriver = \"vfs\"\nrunroot = %q\ngraphroot = %q\n", runroot, graph)
 	for name, content := range map[string]string{"containers.conf": conf, "storage.conf": storage} {
@@ -182,6 +184,23 @@ func (p *podman) must(ctx context.Context, want int, args ...string) result {
 func (p *podman) runArgs(extra ...string) []string {
 	args := append([]string{"--runtime", p.runtime, "run"}, p.runFlags...)
 	return append(append(args, extra...), "--rootfs", p.rootfs)
+}
+
+// defaultRunArgs: `podman run` with no --runtime (containers.conf's
+// engine.runtime decides) and the host's flags.
+func (p *podman) defaultRunArgs(extra ...string) []string {
+	args := append([]string{"run"}, p.runFlags...)
+	return append(append(args, extra...), "--rootfs", p.rootfs)
+}
+
+// ranByRuntime fails unless the runtime under test (its argv log) created
+// the container named name.
+func (p *podman) ranByRuntime(ctx context.Context, name string) {
+	p.t.Helper()
+	id := p.inspect(ctx, name, "{{.Id}}")
+	if b, _ := os.ReadFile(p.argvLog); !regexp.MustCompile(`(?m)(^|\s)create .*` + id).Match(b) {
+		p.t.Errorf("container %s (%s) was not created by the runtime under test (containers.conf engine.runtime)\n%s", name, id, p.diag())
+	}
 }
 
 func (p *podman) inspect(ctx context.Context, name, format string) string {
@@ -438,18 +457,24 @@ func podmanSubtests(t *testing.T, p *podman) {
 
 	sub("openshell-supervisor-privileges", func(t *testing.T, p *podman) {
 		// What OpenShell's Podman driver asks for its supervisor container:
-		// user 0, some default capabilities dropped, others added, no
-		// seccomp filter. The runtime must apply exactly what podman wrote
-		// in config.json: compared from the host with /proc/PID/status.
+		// user 0, some default capabilities dropped, others added,
+		// no_new_privileges, no seccomp filter (NVIDIA/OpenShell 2f7fb65,
+		// crates/openshell-driver-podman/src/container.rs). The runtime
+		// must apply exactly what podman wrote in config.json: compared
+		// from the host with /proc/PID/status.
+		// No --runtime: OpenShell's Podman driver goes through podman's API,
+		// so the runtime is containers.conf's engine.runtime.
 		name := "osh" + randomSuffix()
-		p.must(ctx, 0, append(p.runArgs("-d", "--name", name, "--user", "0:0",
+		p.must(ctx, 0, append(p.defaultRunArgs("-d", "--name", name, "--user", "0:0",
 			"--cap-drop", "DAC_OVERRIDE,FSETID,KILL,NET_BIND_SERVICE,NET_RAW,SETFCAP,SYS_CHROOT",
-			"--cap-add", "SYS_ADMIN,NET_ADMIN,SYS_PTRACE,SYSLOG,DAC_READ_SEARCH",
-			"--security-opt", "seccomp=unconfined"), "sleep", "1000")...)
+			"--cap-add", "SYS_ADMIN,NET_ADMIN,SYS_PTRACE,SYSLOG,DAC_READ_SEARCH,SETPCAP",
+			"--security-opt", "seccomp=unconfined", "--security-opt", "no-new-privileges"), "sleep", "1000")...)
 		control := "oshc" + randomSuffix()
-		p.must(ctx, 0, append(p.runArgs("-d", "--name", control), "sleep", "1000")...)
+		p.must(ctx, 0, append(p.defaultRunArgs("-d", "--name", control), "sleep", "1000")...)
 		defer p.run(ctx, "rm", "-f", "-t", "0", name, control)
-		check := func(name string, wantSeccomp string) {
+		p.ranByRuntime(ctx, name)
+		p.ranByRuntime(ctx, control)
+		check := func(name, wantSeccomp, wantNNP string) {
 			pid, _ := strconv.Atoi(p.inspect(ctx, name, "{{.State.Pid}}"))
 			cfgPath := p.inspect(ctx, name, "{{.OCIConfigPath}}")
 			data, err := os.ReadFile(cfgPath)
@@ -458,7 +483,8 @@ func podmanSubtests(t *testing.T, p *podman) {
 			}
 			var cfg struct {
 				Process struct {
-					Capabilities struct {
+					NoNewPrivileges bool
+					Capabilities    struct {
 						Bounding, Effective []string
 					}
 				}
@@ -488,11 +514,14 @@ func podmanSubtests(t *testing.T, p *podman) {
 			if got := field("Seccomp"); got != wantSeccomp {
 				t.Errorf("%s: host Seccomp mode %s, want %s (config.json seccomp present: %v)", name, got, wantSeccomp, cfg.Linux.Seccomp != nil)
 			}
+			if got := field("NoNewPrivs"); got != wantNNP {
+				t.Errorf("%s: host NoNewPrivs %s, want %s (config.json noNewPrivileges %v)", name, got, wantNNP, cfg.Process.NoNewPrivileges)
+			}
 			if name == control {
 				return
 			}
 			have := strings.Join(cfg.Process.Capabilities.Effective, ",")
-			for _, c := range []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG", "CAP_DAC_READ_SEARCH"} {
+			for _, c := range []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_SYSLOG", "CAP_DAC_READ_SEARCH", "CAP_SETPCAP", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_FOWNER"} {
 				if !strings.Contains(have, c) {
 					t.Errorf("podman did not ask for %s: %s", c, have)
 				}
@@ -503,8 +532,8 @@ func podmanSubtests(t *testing.T, p *podman) {
 				}
 			}
 		}
-		check(name, "0")
-		check(control, "2")
+		check(name, "0", "1")
+		check(control, "2", "0")
 	})
 
 	sub("kill", func(t *testing.T, p *podman) {

@@ -135,17 +135,50 @@ func TestNetHostLoopback(t *testing.T) {
 		abstract := "skillrun-sec-" + randHex(6)
 		na, _ := tcpListenerUnix(p, "@"+abstract)
 		counters = append(counters, counter{"abstract unix @" + abstract, na})
+		// The control, from the host itself: every listener is reachable
+		// on every address the sandbox will try (a host firewall or a
+		// missing address would make the zero counts below prove nothing).
+		hostReach(p, "tcp", tcp)
+		hostReach(p, "udp", udp)
+		if c, err := net.Dial("unix", "@"+abstract); err == nil {
+			c.Close()
+		}
+		time.Sleep(200 * time.Millisecond)
+		base := make([]int64, len(counters))
+		for i, c := range counters {
+			if base[i] = c.n.Load(); base[i] == 0 {
+				p.Fatalf("control: the host itself could not reach its listener %s: the probe would prove nothing", c.what)
+			}
+		}
 		sk := pyProbe(p, m, "lo", connectPy, "")
 		o := m.skill(p, sk, mustJSON(map[string]any{"tcp": tcp, "udp": udp, "abstract": []string{abstract}}))
 		o.wantCode(p, 0)
 		o.out(p)
 		time.Sleep(200 * time.Millisecond) // let in-flight accepts land
-		for _, c := range counters {
-			if n := c.n.Load(); n != 0 {
+		for i, c := range counters {
+			if n := c.n.Load() - base[i]; n != 0 {
 				p.Errorf("LEAK: the host listener %s accepted %d connections/datagrams from the sandbox", c.what, n)
 			}
 		}
 	})
+}
+
+// hostReach connects (tcp) or sends a datagram (udp) from the host to
+// each [host, port] target the sandbox will try, as the control of a
+// probe; targets the host has no route to are skipped (their listener's
+// count is checked by the caller).
+func hostReach(p *P, network string, targets [][]any) {
+	p.Helper()
+	for _, t := range targets {
+		addr := net.JoinHostPort(fmt.Sprint(t[0]), fmt.Sprint(t[1]))
+		c, err := net.DialTimeout(network, addr, time.Second)
+		if err != nil {
+			p.Logf("control: %s %s from the host: %v", network, addr, err)
+			continue
+		}
+		c.Write([]byte("control from the host"))
+		c.Close()
+	}
 }
 
 // tcpListenerUnix listens on a unix socket (abstract when addr starts
@@ -185,6 +218,16 @@ func TestNetDNS(t *testing.T) {
 				udp = append(udp, []any{f[1], 53})
 			}
 		}
+		// The control: the host reaches the test's resolver.
+		hostReach(p, "udp", [][]any{{"127.0.0.1", portU}})
+		time.Sleep(100 * time.Millisecond)
+		base := nu.Load()
+		if base == 0 {
+			p.Fatalf("control: the host itself could not reach the test's resolver on udp port %d: the probe would prove nothing", portU)
+		}
+		if _, err := net.LookupHost("example.com"); err != nil {
+			p.Logf("the host itself cannot resolve example.com (%v): the sandbox failing to resolve proves less here", err)
+		}
 		sk := pyProbe(p, m, "dns", connectPy, "")
 		o := m.skill(p, sk, mustJSON(map[string]any{"udp": udp, "resolve": []string{"example.com", "github.com", "pypi.org"}}))
 		o.wantCode(p, 0)
@@ -198,7 +241,7 @@ func TestNetDNS(t *testing.T) {
 			p.Errorf("the host's resolv.conf is visible without network: %s", v)
 		}
 		time.Sleep(200 * time.Millisecond)
-		if n := nu.Load(); n != 0 {
+		if n := nu.Load() - base; n != 0 {
 			p.Errorf("LEAK: the test's resolver on the host (udp port %d) received %d queries from the sandbox", portU, n)
 		}
 	})

@@ -163,7 +163,7 @@ kids = []
 for i in range(20):
     pid = os.fork()
     if pid == 0:
-        time.sleep(2)
+        time.sleep(1)
         os._exit(0)
     kids.append(pid)
 for k in kids:
@@ -432,5 +432,128 @@ done()
 		if !in {
 			p.Errorf("the host never saw the sandbox in a scope under user@%d.service: %v", m.uid, cgs)
 		}
+	})
+}
+
+// cpuBurner is Python that keeps every core busy from one process:
+// hashlib releases the GIL for large buffers, so its threads run in
+// parallel and the process' CPU time (what RLIMIT_CPU counts) grows
+// faster than the wall clock. Sixteen threads: the scheduler shares the
+// CPUs between threads, so on a busy host more threads get the process a
+// larger share.
+const cpuBurner = `
+import hashlib, threading
+buf = b"x" * (1 << 20)
+def burn():
+    while True:
+        hashlib.sha256(buf).digest()
+for _ in range(16):
+    threading.Thread(target=burn, daemon=True).start()
+`
+
+// procCPU is the CPU time (user + system, all threads) of pid as the
+// host's /proc/PID/stat shows it.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces), from field 3.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// TestResCPUTimeBackstop: rootless without delegated cgroups, one process
+// burning more than one core is stopped by the RLIMIT_CPU backstop
+// (stopped_reason cpu_time) before the wall-clock timeout. The backstop is
+// ceil(timeout x max(cpus, 1)) + 1 CPU seconds per process: 21 s for a 20 s
+// timeout, reached after about 11 s on two free cores (2Gi of memory:
+// without cgroups that is RLIMIT_AS, and each thread reserves a stack and
+// a malloc arena). What the host can
+// show decides: the control runs the same burner on the host first (one
+// core, or a host too busy to give one process more than one, cannot
+// show the backstop), and the host samples the sandbox process' CPU time
+// during the run: a run the host gave too little CPU to reach the
+// backstop skips; one that reached it must report cpu_time; none may pass
+// the hard limit.
+func TestResCPUTimeBackstop(t *testing.T) {
+	probe(t, "res/cpu-time-backstop", func(p *P, m *mode) {
+		if !m.rootless() {
+			p.Skipf("skipped: as root the sandbox has cgroups (CPU quota), no RLIMIT_CPU backstop")
+		}
+		const timeout, backstop = 20 * time.Second, 21 * time.Second
+		ctl := exec.Command("python3", "-c", cpuBurner+`
+import os, time
+t0 = time.time(); c0 = sum(os.times()[:2])
+time.sleep(1)
+print((sum(os.times()[:2]) - c0) / (time.time() - t0))
+`)
+		out, err := ctl.Output()
+		if err != nil {
+			p.Fatalf("control on the host: %v", err)
+		}
+		rate, _ := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		p.Logf("control: the burner got %.2f cores on the host", rate)
+		if rate < 1.1 {
+			p.Skipf("skipped: one process gets only %.2f cores on this host now (one core, or busy): the %v backstop would not come before the %v timeout", rate, backstop, timeout)
+		}
+		sk := pyProbe(p, m, "cputime", cpuBurner+`
+while True:
+    time.sleep(1)
+`, "limits:\n  timeout: 20s\n  cpus: 0.5\n  memory: 2Gi\n")
+		// The host looks every 100 ms (not startSampler's 5 ms: its scans
+		// of /proc would take a core from the burner).
+		var peak time.Duration
+		stop, done := make(chan struct{}), make(chan struct{})
+		start := time.Now()
+		o := m.run(p, sk, runOpts{during: func() {
+			go func() {
+				defer close(done)
+				for {
+					for _, pi := range sandboxProcs(sk, m) {
+						peak = max(peak, procCPU(pi.pid))
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+			}()
+		}})
+		wall := time.Since(start)
+		close(stop)
+		<-done
+		o.wantCode(p, 4)
+		if o.res.Limits == nil || o.res.Limits.Cgroups {
+			p.Skipf("skipped: the sandbox has cgroups here (delegated): no RLIMIT_CPU backstop\n%s", o)
+		}
+		if e := o.res.Limits.Enforcement["cpu_time"]; e.EnforcedBy != "rlimit_cpu" || e.Limit != backstop.Seconds() {
+			p.Errorf("limits.enforcement.cpu_time = %+v, want %v by rlimit_cpu\n%s", e, backstop.Seconds(), o)
+		}
+		// From the host: no process of the sandbox used more than the hard
+		// limit (soft limit + 1 s), give or take the sampling interval.
+		if peak > backstop+time.Second+200*time.Millisecond {
+			p.Errorf("LEAK: the host saw a sandbox process use %v of CPU, above the %v backstop's hard limit", peak, backstop+time.Second)
+		}
+		if o.res.StoppedReason == "timeout" && peak < backstop-500*time.Millisecond {
+			p.Skipf("skipped: the host gave the burner only %v of CPU in %v (busy host): the %v backstop could not come before the timeout", peak, wall, backstop)
+		}
+		if o.res.StoppedReason != "cpu_time" {
+			p.Errorf("the host saw a sandbox process use %v of CPU (backstop %v) in %v, want stopped_reason cpu_time\n%s", peak, backstop, wall, o)
+		}
+		if wall >= timeout {
+			p.Errorf("the run took %v: not stopped before the wall-clock timeout (%v)", wall, timeout)
+		}
+		p.Logf("stopped after %v wall, peak CPU time of one sandbox process seen from the host: %v", wall, peak)
 	})
 }
