@@ -62,6 +62,10 @@ type CreateOpts struct {
 	PreserveFDs int
 	// Stdio is the container's standard I/O (when no terminal is used).
 	Stdio Stdio
+	// ExtraFiles are passed to the container's process as descriptors
+	// 3, 4, ... (after the PreserveFDs ones): a caller's own pipes, as
+	// exec.Cmd.ExtraFiles. The caller keeps and closes its copies.
+	ExtraFiles []*os.File
 	// EgressSocket, when set, is the unix socket of an egress server
 	// (package egress): the Linux back end runs its hook inside the new
 	// container's network namespace, which binds the sandbox's DNS,

@@ -164,6 +164,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		}
 		p.ExtraFiles = append(p.ExtraFiles, files...)
 	}
+	p.ExtraFiles = append(p.ExtraFiles, o.ExtraFiles...)
 	pio, err := setupIO(p, spec.Process.Terminal, detach, o.ConsoleSocket, o.Stdio)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,427 @@
+package skill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/spec"
+)
+
+// Sandbox is one run of a skill in its own container, in three steps:
+// Prepare (policy, dependency environment, bundle, egress server),
+// Launch (the container starts and its entry point waits for its input)
+// and Call (the input goes in, the result comes out). A sandbox runs at
+// most one call and is never reused; Close destroys it (kills its
+// container if it still runs) and releases everything it holds. Run is
+// the cold path: the same steps with the input on stdin from the start.
+//
+// A launched sandbox runs its entry point under an input holder: a
+// /bin/sh that is the container's first process, holds a second copy of
+// the stdin pipe's write end and closes it only when Call tells it to
+// (SIGUSR1) after the whole input was written. So the entry point sees
+// end of input only after a complete input: when the process that
+// launched the sandbox dies (SIGKILL, crash) its copy closes but the
+// holder's does not, and the entry point stays blocked on its read until
+// CollectStale (the next server's start) kills the container. A skill's
+// code never runs on an empty input it did not get.
+//
+// Methods are not safe for concurrent use: end Launch or Call early
+// through their context, then Close.
+type Sandbox struct {
+	rt     runtime.Runtime
+	sk     *spec.Skill
+	policy *spec.Policy
+	warm   bool
+
+	id, dir     string
+	sp          *specs.Spec
+	claim       *owned
+	eg          *egressRun
+	egressSock  string
+	releaseDeps func()
+	base        Result // Skill, Environment, Warnings
+
+	runCtx context.Context
+	cancel context.CancelCauseFunc
+	stdout *capWriter
+	stderr *capWriter
+	start  time.Time // launch (cold) or input write (warm)
+
+	// Filled by run before done is closed.
+	done    chan struct{}
+	status  int
+	runErr  error
+	info    runtime.ExitInfo
+	network *Network
+	cfgErr  chan error
+
+	ran bool // run was started (done will close)
+
+	// Warm sandboxes.
+	stdinW    *os.File
+	pidfd     int // the holder's pidfd, -1 when none
+	pid       int
+	startedCh chan struct{}
+	wrote     chan struct{}
+	launched  bool
+	called    bool
+
+	closeOnce sync.Once
+}
+
+// The input holder (see Sandbox): fd 3 is a copy of the stdin pipe's
+// write end, fd 4 tells the launcher the trap is set. The entry point
+// gets the pipe as stdin (saved on fd 5 first: a non-interactive shell
+// gives background commands /dev/null) and none of the holder's
+// descriptors. SIGUSR1 closes fd 3. The holder exits with the entry
+// point's status (128+N when a signal N killed it).
+const (
+	holderShell  = "/bin/sh"
+	holderScript = `trap 'exec 3>&-' USR1
+exec 5<&0
+"$@" <&5 5<&- 3>&- 4>&- &
+p=$!
+exec 5<&-
+printf r >&4
+exec 4>&-
+while :; do wait "$p"; s=$?; kill -0 "$p" 2>/dev/null || exit "$s"; done`
+)
+
+// ErrArgvInput is returned by Prepare for a skill whose input becomes
+// command-line arguments: its entry point cannot start before its input.
+var ErrArgvInput = errors.New("input mode argv: the entry point cannot start before its input")
+
+// ErrSandboxEnded is returned by Call when the launched sandbox ended
+// before its call (nothing ran with the input: run the input elsewhere).
+var ErrSandboxEnded = errors.New("the warm sandbox ended before its call")
+
+// Prepare resolves sk's policy with opts, acquires its dependency
+// environment, writes its bundle and starts its egress server: all a
+// sandbox needs before Launch. A policy refusal is returned as a Result
+// (StoppedReason "policy"), not a Sandbox. Skills in input mode argv, and
+// opts.Command, are refused with ErrArgvInput (they run cold only).
+func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options) (*Sandbox, *Result, error) {
+	if sk.Input.Mode == spec.InputArgv || opts.Command != nil {
+		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
+	}
+	return prepare(ctx, rt, sk, nil, opts, true)
+}
+
+// ID returns the sandbox's container ID.
+func (s *Sandbox) ID() string { return s.id }
+
+// Launch starts the sandbox's container with its entry point waiting
+// for its input, and returns once the input holder is in place (the
+// entry point has been started). The container lives until Call's run
+// ends, Close, or ctx ends (which kills it). The wall-clock limit does
+// not run yet: it starts with Call.
+func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
+	if !s.warm || s.launched {
+		return errors.New("sandbox: not a prepared warm sandbox")
+	}
+	s.launched = true
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("sandbox %s: %w", s.id, err)
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return fmt.Errorf("sandbox %s: %w", s.id, err)
+	}
+	defer readyR.Close()
+	s.stdinW = stdinW
+	s.startedCh = make(chan struct{})
+	s.runCtx, s.cancel = context.WithCancelCause(ctx)
+	s.ran = true
+	go func() {
+		s.run(stdinR, []*os.File{stdinW, readyW})
+		stdinR.Close()
+		readyW.Close()
+	}()
+	ready := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		n, err := readyR.Read(b[:])
+		if n == 1 {
+			err = nil
+		} else if err == nil || errors.Is(err, io.EOF) {
+			err = errors.New("the input holder ended before it was ready")
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+		if err == nil {
+			select { // Started has run (pid, pidfd) or the run ended
+			case <-s.startedCh:
+			case <-s.done:
+				err = errors.New("the container ended before its input")
+			}
+		}
+	case <-s.done:
+		err = s.runErr
+		if err == nil {
+			err = fmt.Errorf("exited with status %d before its input", s.status)
+		}
+	}
+	if err != nil {
+		s.cancel(err)
+		<-s.done
+		return fmt.Errorf("launch sandbox of skill %q: %w (stderr: %q)", s.sk.Name, err, tail(s.stderr.Bytes()))
+	}
+	return nil
+}
+
+// Call sends input (a JSON object, checked against the skill's schema)
+// to a launched sandbox's entry point and returns the result. The
+// wall-clock limit counts from now, and so do the result's wall time
+// (usage.wall_ms); CPU time and peak memory include the entry point's
+// start. ctx ending kills the sandbox (StoppedReason "signal",
+// "interrupted: ..."). The container is gone when Call returns.
+func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
+	if !s.launched || s.called {
+		return nil, errors.New("sandbox: not launched, or already called")
+	}
+	s.called = true
+	if _, err := s.sk.ValidateInput(input); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	if len(trimSpace(input)) == 0 {
+		input = []byte("{}")
+	}
+	select {
+	case <-s.done:
+		return nil, fmt.Errorf("run skill %q: %w (status %d, %v)", s.sk.Name, ErrSandboxEnded, s.status, s.runErr)
+	default:
+	}
+	s.start = time.Now()
+	stop := s.startTimeout()
+	defer stop()
+	stopCtx := context.AfterFunc(ctx, func() { s.cancel(context.Cause(ctx)) })
+	defer stopCtx()
+	// The write may block (a large input, an entry point that does not
+	// read): it ends with EPIPE once the container is gone.
+	s.wrote = make(chan struct{})
+	go func() {
+		defer close(s.wrote)
+		_, err := s.stdinW.Write(input)
+		s.stdinW.Close()
+		if err == nil {
+			s.signalHolder()
+		}
+	}()
+	<-s.done
+	wall := time.Since(s.start)
+	<-s.wrote // EPIPE at the latest: the container and our read end are gone
+	return s.result(ctx, wall)
+}
+
+// signalHolder tells the input holder the input is complete.
+func (s *Sandbox) signalHolder() {
+	if s.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(s.pidfd, unix.SIGUSR1, nil, 0)
+		return
+	}
+	if s.pid <= 0 {
+		return // a runtime that gave no PID (fakes)
+	}
+	select {
+	case <-s.done:
+	default:
+		// Not reaped before done: the PID is still the holder's.
+		_ = unix.Kill(s.pid, unix.SIGUSR1)
+	}
+}
+
+// startTimeout starts the wall-clock limit; the returned func stops it.
+func (s *Sandbox) startTimeout() func() bool {
+	t := time.AfterFunc(s.policy.Timeout, func() { s.cancel(errTimeout) })
+	return t.Stop
+}
+
+// run runs the container to its end and closes done.
+func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
+	defer close(s.done)
+	over := func() { s.cancel(errOutputLimit) }
+	s.stdout = &capWriter{limit: s.policy.Output, over: over}
+	s.stderr = &capWriter{limit: s.policy.Output, over: over}
+	// config.json is for people and tools that look at a running skill;
+	// the runtime gets the spec in memory. Encoding it (cold reflection,
+	// ~0.8 ms of CPU) starts once the skill's program runs: alongside the
+	// container's start it took a core from the init on a 2-core machine
+	// (0.9-2.8 ms later exec measured). It is written before the bundle
+	// folder is removed; a container that never started needs none.
+	started := func(pid int) {
+		s.pid = pid
+		if s.warm {
+			// Not reaped before Run returns: the PID is the holder's.
+			if fd, err := unix.PidfdOpen(pid, 0); pid > 0 && err == nil {
+				s.pidfd = fd
+			}
+			close(s.startedCh)
+		}
+		s.cfgErr = make(chan error, 1)
+		go func(done chan<- error) { done <- spec.WriteConfig(s.dir, s.sp) }(s.cfgErr)
+	}
+	if s.start.IsZero() {
+		s.start = time.Now()
+	}
+	s.status, s.runErr = s.rt.Run(s.runCtx, s.id, runtime.RunOpts{
+		CreateOpts: runtime.CreateOpts{
+			Bundle:     s.dir,
+			Spec:       s.sp,
+			Stdio:      runtime.Stdio{Stdin: stdin, Stdout: s.stdout, Stderr: s.stderr},
+			ExtraFiles: extra,
+
+			EgressSocket: s.egressSock,
+		},
+		Exit:    &s.info,
+		Started: started,
+	})
+	if s.eg != nil {
+		s.network = s.eg.stop()
+		s.eg = nil
+	}
+	if s.runErr != nil {
+		// Belt and braces: Run deletes the container, but a failure
+		// half-way may leave state behind.
+		_ = s.rt.Delete(context.Background(), s.id, true)
+	}
+}
+
+// waitConfig waits for config.json's writing, if it started.
+func (s *Sandbox) waitConfig() error {
+	if s.cfgErr == nil {
+		return nil
+	}
+	err := <-s.cfgErr
+	s.cfgErr = nil
+	return err
+}
+
+// result builds the Result of the ended run; ctx is the call's.
+func (s *Sandbox) result(ctx context.Context, wall time.Duration) (*Result, error) {
+	res := s.base
+	res.Warnings = append([]string(nil), s.base.Warnings...)
+	res.Network = s.network
+	policy, info := s.policy, &s.info
+	cause := context.Cause(s.runCtx)
+	interrupted := false
+	if s.runErr != nil {
+		switch {
+		case errors.Is(cause, errTimeout), errors.Is(cause, errOutputLimit):
+			// We stopped it; reported below.
+		case ctx.Err() != nil:
+			interrupted = true
+		default:
+			return nil, fmt.Errorf("run skill %q: %w", s.sk.Name, s.runErr)
+		}
+	}
+	if err := s.waitConfig(); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("bundle config.json not written: %v", err))
+	}
+	if info.Status == 0 && s.status != 0 {
+		info.Status = s.status
+	}
+	if s.warm && info.Signal == 0 && info.Status > 128 && info.Status < 128+65 {
+		// The holder reports a signal death of the entry point as
+		// 128+N, as a shell does.
+		info.Signal = unix.Signal(info.Status - 128)
+	}
+	if s.warm {
+		info.Wall = wall
+	}
+	res.ExitCode = info.Status
+	res.Output = parseOutput(s.stdout.Bytes())
+	res.Stderr = tail(s.stderr.Bytes())
+	fillUsage(&res, info, wall)
+	fillLimits(&res, policy, info)
+	switch {
+	case interrupted:
+		res.StoppedReason = StoppedSignal
+		res.Error = "interrupted: " + context.Cause(ctx).Error()
+	case errors.Is(cause, errTimeout):
+		res.StoppedReason = StoppedTimeout
+		res.Error = fmt.Sprintf("killed after the %s wall-clock limit", policy.Timeout)
+	case errors.Is(cause, errOutputLimit):
+		res.StoppedReason = StoppedOutputLimit
+		res.Error = fmt.Sprintf("killed: wrote more than the %d-byte output limit", policy.Output)
+	case info.OOMKilled:
+		res.StoppedReason = StoppedMemory
+		res.Error = fmt.Sprintf("killed: out of memory (limit %d bytes)", policy.Memory)
+	case info.Status != 0 && enforcedBy(&res, "memory") != "" && enforcedBy(&res, "memory") != spec.EnforcedByCgroup && looksLikeMemoryLimit(s.stderr.Bytes()):
+		res.StoppedReason = StoppedMemory
+		res.Error = fmt.Sprintf("failed to allocate memory: the %d-byte per-process limit (%s) was reached", policy.Memory, enforcedBy(&res, "memory"))
+	case info.Status != 0 && enforcedBy(&res, "pids") != "" && looksLikePidsLimit(s.stderr.Bytes()):
+		res.StoppedReason = StoppedPids
+		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
+		if by := enforcedBy(&res, "memory"); by != "" && by != spec.EnforcedByCgroup {
+			// EAGAIN from pthread_create is also a thread stack that did
+			// not fit under the per-process address-space limit.
+			res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d or the %d-byte per-process memory limit (%s; each thread reserves a stack) reached", policy.Pids, policy.Memory, by)
+		}
+	case cpuTimeStop(policy, info):
+		res.StoppedReason = StoppedCPUTime
+		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
+	case info.Signal != 0:
+		res.StoppedReason = StoppedSignal
+		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
+	}
+	res.OK = res.StoppedReason == "" && res.ExitCode == 0
+	return &res, nil
+}
+
+// Close destroys the sandbox: a container still running is killed and
+// removed, then the egress server, the bundle folder and its claim and
+// the dependency environment are released. It returns once all is gone.
+func (s *Sandbox) Close() {
+	s.closeOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel(errClosed)
+			if s.ran {
+				<-s.done
+			}
+		}
+		if s.wrote != nil {
+			<-s.wrote
+		}
+		s.cleanup()
+	})
+}
+
+var errClosed = errors.New("sandbox closed")
+
+// cleanup releases what prepare acquired, in reverse order.
+func (s *Sandbox) cleanup() {
+	_ = s.waitConfig()
+	if s.pidfd >= 0 {
+		unix.Close(s.pidfd)
+		s.pidfd = -1
+	}
+	if s.stdinW != nil {
+		s.stdinW.Close()
+	}
+	if s.eg != nil {
+		s.eg.stop()
+		s.eg = nil
+	}
+	if s.claim != nil {
+		s.claim.release()
+		s.claim = nil
+	}
+	if s.releaseDeps != nil {
+		s.releaseDeps()
+		s.releaseDeps = nil
+	}
+}
