@@ -33,6 +33,16 @@ type Options struct {
 	Run skill.Options
 	// Name and Version identify the server to clients.
 	Name, Version string
+	// Pool is how many warm sandboxes each skill keeps launched ahead of
+	// its calls (0: none, every call runs cold). Skills in input mode
+	// argv always run cold.
+	Pool int
+	// PoolMaxAge recycles a warm sandbox that waited longer for a call
+	// (0: DefaultPoolMaxAge).
+	PoolMaxAge time.Duration
+	// Warn receives what goes wrong in the background (a warm sandbox
+	// that fails to launch); nil discards.
+	Warn func(string)
 }
 
 // Server serves skills as MCP tools.
@@ -44,6 +54,8 @@ type Server struct {
 	served   map[string]served
 	order    []string // tool names in load order
 	warnings []string
+	retired  []*pool // pools of skills changed or removed
+	closed   bool
 }
 
 // served is one skill served as a tool, and what it was made from (to see
@@ -52,6 +64,7 @@ type served struct {
 	skill *spec.Skill
 	tool  *mcp.Tool
 	sig   string // the tool definition and manifest as JSON, and the folder
+	pool  *pool  // nil: every call runs cold
 }
 
 // New loads the skills under opts.Dirs and builds the MCP server. A
@@ -123,14 +136,29 @@ func (s *Server) load() (map[string]served, []string, []string) {
 // and changed skills are (re)added, vanished ones removed. The SDK tells
 // connected clients (notifications/tools/list_changed). It returns the
 // load's warnings.
+//
+// The warm sandboxes of a changed or removed skill are destroyed before
+// sync returns (calls they serve end on their own).
 func (s *Server) sync() []string {
 	now, order, warnings := s.load()
+	var drain []*pool
+	defer func() {
+		for _, p := range drain {
+			p.close()
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return warnings
+	}
 	var gone []string
-	for name := range s.served {
+	for name, old := range s.served {
 		if _, ok := now[name]; !ok {
 			gone = append(gone, name)
+			if old.pool != nil {
+				drain = append(drain, old.pool)
+			}
 		}
 	}
 	if len(gone) > 0 {
@@ -138,14 +166,59 @@ func (s *Server) sync() []string {
 	}
 	for _, name := range order {
 		n := now[name]
-		if old, ok := s.served[name]; ok && old.sig == n.sig {
+		old, ok := s.served[name]
+		if ok && old.sig == n.sig {
 			now[name] = old
 			continue
 		}
-		s.mcp.AddTool(n.tool, s.handler(n.skill))
+		if ok && old.pool != nil {
+			drain = append(drain, old.pool)
+		}
+		if s.opts.Pool > 0 && poolable(n.skill) {
+			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn)
+			now[name] = n
+		}
+		s.mcp.AddTool(n.tool, s.handler(n.skill, n.pool))
 	}
+	s.retired = append(s.retired, drain...)
 	s.served, s.order = now, order
 	return warnings
+}
+
+// Close destroys every warm sandbox and waits until those serving calls
+// are gone too (end the calls first: cancel their contexts). The server
+// serves cold calls only afterwards.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	pools := append([]*pool(nil), s.retired...)
+	for _, n := range s.served {
+		if n.pool != nil {
+			pools = append(pools, n.pool)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range pools {
+		p.close()
+	}
+	for _, p := range pools {
+		p.wait()
+	}
+}
+
+// PoolStats returns, per skill with a pool, how many calls took a warm
+// sandbox and how many sandboxes are ready.
+func (s *Server) PoolStats() map[string][2]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][2]int{}
+	for name, n := range s.served {
+		if n.pool != nil {
+			st, ready := n.pool.snapshot()
+			out[name] = [2]int{st.Warm, ready}
+		}
+	}
+	return out
 }
 
 // Watch rescans the skill folders every interval until ctx ends, so that
@@ -193,8 +266,9 @@ func (s *Server) Warnings() []string {
 	return s.warnings
 }
 
-// handler runs sk once per call in a fresh sandbox.
-func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
+// handler runs sk once per call in a fresh sandbox: a warm one from p
+// when one is ready, else a cold one.
+func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var input []byte
 		if req.Params != nil {
@@ -203,7 +277,20 @@ func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
-		res, err := skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+		var res *skill.Result
+		var err error
+		if _, verr := sk.ValidateInput(input); verr != nil {
+			err = &skill.InputError{Err: verr} // no sandbox spent on it
+		} else if m := p.takeIfAny(); m != nil {
+			res, err = m.sb.Call(ctx, input)
+			p.release(m)
+			if errors.Is(err, skill.ErrSandboxEnded) && ctx.Err() == nil {
+				res, err = nil, nil // it died waiting: nothing ran, run cold
+			}
+		}
+		if res == nil && err == nil {
+			res, err = skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+		}
 		if err != nil {
 			if skill.IsInputError(err) {
 				return toolError(fmt.Sprintf("invalid input for skill %q: %v", sk.Name, err)), nil

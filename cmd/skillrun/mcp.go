@@ -39,6 +39,8 @@ or --log. See docs/mcp.md.`,
 			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
 			&cli.DurationFlag{Name: "watch", Value: 2 * time.Second, Usage: "rescan the skill folders this often: skills added, removed or changed update the tool list (0: never)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
+			&cli.IntFlag{Name: "pool", Value: 1, Usage: "warm sandboxes kept launched per skill, entry point waiting for its input (0: every call runs cold)"},
+			&cli.DurationFlag{Name: "pool-max-age", Value: mcpserver.DefaultPoolMaxAge, Usage: "recycle a warm sandbox that waited this long for a call"},
 		}, policyFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -53,18 +55,26 @@ or --log. See docs/mcp.md.`,
 			if err != nil {
 				return err
 			}
-			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version})
-			if err != nil {
-				return e.usageError("mcp serve: %v", err)
-			}
-			for _, w := range srv.Warnings() {
-				e.log.Warn(w)
+			if c.Int("pool") < 0 || c.Duration("pool-max-age") < 0 {
+				return e.usageError("--pool, --pool-max-age: must not be negative")
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			// What a killed predecessor left (its sandboxes, their
-			// bundles) goes before the first call.
+			// What a killed predecessor left (its sandboxes, warm ones
+			// included, their bundles) goes before the first call and
+			// before the pools launch.
 			skill.CollectStale(ctx, rt, opts.TempDir)
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version,
+				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) }})
+			if err != nil {
+				return e.usageError("mcp serve: %v", err)
+			}
+			// Every warm sandbox is destroyed before the server exits
+			// (calls in flight were cancelled with ctx).
+			defer srv.Close()
+			for _, w := range srv.Warnings() {
+				e.log.Warn(w)
+			}
 			if w := c.Duration("watch"); w > 0 {
 				go srv.Watch(ctx, w, func(m string) { e.log.Warn(m) })
 			} else if w < 0 {
