@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,8 +47,14 @@ or --log. See docs/mcp.md.`,
 			if c.NArg() != 0 {
 				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
 			}
-			// As skill run: a delegated systemd scope when the host offers one.
-			rt, err := e.skillEngine(c)
+			// As skill run: a delegated systemd scope when the host offers
+			// one. A long-lived server launches many sandboxes (warm ones
+			// in the background): the runtime's warnings, the same for
+			// each, are logged once.
+			o := e.engineOptions(c)
+			o.DelegatedScope = true
+			o.Warn = onceWarn(e)
+			rt, err := e.backend(o)
 			if err != nil {
 				return err
 			}
@@ -93,6 +100,21 @@ or --log. See docs/mcp.md.`,
 			}
 			return serveHTTP(ctx, e, srv, addr)
 		},
+	}
+}
+
+// onceWarn logs each distinct warning once.
+func onceWarn(e *env) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(msg string) {
+		mu.Lock()
+		first := !seen[msg]
+		seen[msg] = true
+		mu.Unlock()
+		if first {
+			e.log.Warn(msg)
+		}
 	}
 }
 
