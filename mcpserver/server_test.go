@@ -37,12 +37,34 @@ func newFake() *fakeRT {
 }
 
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
+	if len(opts.ExtraFiles) == 2 {
+		// A warm sandbox: play the input holder (ready on fd 4), then
+		// wait for the input as its entry point (no PID to signal).
+		opts.Started(0)
+		_, _ = opts.ExtraFiles[1].Write([]byte("r"))
+		got := make(chan []byte, 1)
+		go func() { b, _ := io.ReadAll(opts.Stdio.Stdin); got <- b }()
+		select {
+		case in := <-got:
+			return f.behave(ctx, id, opts, in)
+		case <-ctx.Done(): // killed while waiting in the pool
+			f.mu.Lock()
+			f.ended[id] = ctx.Err()
+			f.mu.Unlock()
+			return -1, ctx.Err()
+		}
+	}
 	in, _ := io.ReadAll(opts.Stdio.Stdin)
-	var obj struct{ Expression string }
-	_ = json.Unmarshal(in, &obj)
 	if opts.Started != nil {
 		opts.Started(1)
 	}
+	return f.behave(ctx, id, opts, in)
+}
+
+// behave plays the skill's program with its input.
+func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in []byte) (int, error) {
+	var obj struct{ Expression string }
+	_ = json.Unmarshal(in, &obj)
 	f.started <- id
 	end := func(code int, err error) (int, error) {
 		f.mu.Lock()
@@ -79,11 +101,19 @@ func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {
 // and returns a connected client session.
 func connect(t *testing.T, rt runtime.Runtime, run skill.Options) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	run.TempDir = t.TempDir()
-	s, err := New(Options{Runtime: rt, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: run})
+	return connectOpts(t, Options{Runtime: rt, Run: run})
+}
+
+// connectOpts is connect with server options (Dirs: the examples).
+func connectOpts(t *testing.T, o Options) (*Server, *mcp.ClientSession) {
+	t.Helper()
+	o.Run.TempDir = t.TempDir()
+	o.Dirs = []string{filepath.Join("..", "examples", "skills")}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	ss, err := s.MCP().Connect(ctx, st, nil)
