@@ -36,6 +36,7 @@ type pool struct {
 	done   chan struct{} // the refill loop ended
 
 	mu      sync.Mutex
+	when    skill.StartEntry // EntryAtCall once the skill showed it ignores its input
 	ready   []*member
 	closing sync.WaitGroup // members taken and being destroyed
 	stats   poolStats
@@ -95,6 +96,7 @@ func (p *pool) take() *member {
 			p.destroyLater(m)
 			continue
 		}
+		p.checkEntry(m)
 		p.stats.Warm++
 		p.closing.Add(1) // released by release
 		return m
@@ -109,6 +111,18 @@ func (p *pool) takeIfAny() *member {
 		return nil
 	}
 	return p.take()
+}
+
+// checkEntry switches the pool to EntryAtCall when m's entry point ended
+// before its call: the skill does not wait for its input, so starting it
+// ahead runs it before any call (p.mu held).
+func (p *pool) checkEntry(m *member) {
+	if p.when == skill.EntryAtLaunch && m.sb.EntryEnded() {
+		p.when = skill.EntryAtCall
+		if p.warn != nil {
+			p.warn(fmt.Sprintf("skill %q does not wait for its input: its warm sandboxes start it when the call comes from now on", p.sk.Name))
+		}
+	}
 }
 
 // release destroys a member taken by take once its call is over.
@@ -137,6 +151,7 @@ func (p *pool) refill() {
 		// Recycle the members that waited too long.
 		keep := p.ready[:0]
 		for _, m := range p.ready {
+			p.checkEntry(m)
 			if time.Since(m.born) > p.maxAge {
 				p.stats.Recycled++
 				p.destroyLater(m)
@@ -191,7 +206,10 @@ func (p *pool) launch() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
-	sb, refused, err := skill.Prepare(ctx, p.rt, p.sk, p.opts)
+	p.mu.Lock()
+	when := p.when
+	p.mu.Unlock()
+	sb, refused, err := skill.Prepare(ctx, p.rt, p.sk, p.opts, when)
 	if err == nil && refused != nil {
 		err = fmt.Errorf("%w: %s", errRefused, refused.Error)
 	}

@@ -37,7 +37,7 @@ func newFake() *fakeRT {
 }
 
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
-	if len(opts.ExtraFiles) == 2 {
+	if len(opts.ExtraFiles) == 3 {
 		// A warm sandbox: play the input holder (ready on fd 4), then
 		// wait for the input as its entry point (no PID to signal).
 		opts.Started(0)

@@ -145,7 +145,7 @@ func prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []str
 			sopts = append(sopts, spec.WithRlimitWrapper(prlimitPath))
 		}
 	}
-	s := &Sandbox{rt: rt, sk: sk, warm: warm, done: make(chan struct{}), pidfd: -1}
+	s := &Sandbox{rt: rt, sk: sk, warm: warm, done: make(chan struct{})}
 	s.base = Result{Skill: sk.Name, ExitCode: -1}
 	defer func() {
 		if retErr != nil {
@@ -212,8 +212,7 @@ func prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []str
 		if platform != "linux" {
 			return nil, nil, fmt.Errorf("skill %q: warm sandboxes need Linux", sk.Name)
 		}
-		p := *s.sp.Process
-		p.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder"}, p.Args...)
+		p := *s.sp.Process // Prepare puts the input holder in front
 		s.sp.Process = &p
 	}
 	if policy.Network == spec.NetworkAllowlist {

@@ -24,15 +24,23 @@ import (
 // container if it still runs) and releases everything it holds. Run is
 // the cold path: the same steps with the input on stdin from the start.
 //
-// A launched sandbox runs its entry point under an input holder: a
-// /bin/sh that is the container's first process, holds a second copy of
-// the stdin pipe's write end and closes it only when Call tells it to
-// (SIGUSR1) after the whole input was written. So the entry point sees
-// end of input only after a complete input: when the process that
-// launched the sandbox dies (SIGKILL, crash) its copy closes but the
-// holder's does not, and the entry point stays blocked on its read until
-// CollectStale (the next server's start) kills the container. A skill's
-// code never runs on an empty input it did not get.
+// A launched sandbox runs its entry point under an input holder, a
+// /bin/sh that is the container's first process. It holds a second copy
+// of the stdin pipe's write end and a control pipe from the launcher.
+// Call writes the input, then the line "e" on the control pipe: only then
+// does the holder close its copy, so the entry point sees the end of its
+// input only after a complete input. When the launcher dies (SIGKILL,
+// crash) the control pipe ends without "e": the holder SIGKILLs every
+// other process of the sandbox and only then exits (which closes its
+// copy). A skill's code never runs on an empty or cut input it was not
+// given; the container's state, cgroups and bundle stay until
+// CollectStale (the next server's start) removes them.
+//
+// With EntryAtLaunch the entry point starts with the sandbox and waits
+// in its read of stdin; a skill that does not read its input runs to its
+// end before any call (its result is the call's; EntryEnded reports it).
+// With EntryAtCall the holder starts the entry point when Call sends the
+// line "g" first: only the container is warm.
 //
 // Methods are not safe for concurrent use: end Launch or Call early
 // through their context, then Close.
@@ -67,9 +75,9 @@ type Sandbox struct {
 	ran bool // run was started (done will close)
 
 	// Warm sandboxes.
+	when      StartEntry
 	stdinW    *os.File
-	pidfd     int // the holder's pidfd, -1 when none
-	pid       int
+	ctlW      *os.File // the holder's control pipe
 	startedCh chan struct{}
 	wrote     chan struct{}
 	launched  bool
@@ -78,21 +86,36 @@ type Sandbox struct {
 	closeOnce sync.Once
 }
 
-// The input holder (see Sandbox): fd 3 is a copy of the stdin pipe's
-// write end, fd 4 tells the launcher the trap is set. The entry point
-// gets the pipe as stdin (saved on fd 5 first: a non-interactive shell
-// gives background commands /dev/null) and none of the holder's
-// descriptors. SIGUSR1 closes fd 3. The holder exits with the entry
-// point's status (128+N when a signal N killed it).
+// StartEntry says when a launched sandbox's entry point starts.
+type StartEntry int
+
+const (
+	// EntryAtLaunch starts the entry point with the sandbox: it waits
+	// for its input in its read of stdin (interpreter started, imports
+	// done).
+	EntryAtLaunch StartEntry = iota
+	// EntryAtCall starts it when the call comes (the container is ready).
+	EntryAtCall
+)
+
+// The input holder (see Sandbox). $1 is "launch" or "call". fd 3 is its
+// copy of the stdin pipe's write end, fd 4 tells the launcher it is in
+// place ("r"), fd 5 is the control pipe ("g": start the entry point, "e":
+// the input is complete). The entry point gets the pipe as stdin (kept on
+// fd 6: a non-interactive shell gives background commands /dev/null) and
+// none of the holder's descriptors; the holder keeps no reading end, so
+// the writer sees EPIPE once the entry point is gone. The holder exits
+// with the entry point's status (128+N when a signal N killed it).
 const (
 	holderShell  = "/bin/sh"
-	holderScript = `trap 'exec 3>&-' USR1
-exec 5<&0
-"$@" <&5 5<&- 3>&- 4>&- &
+	holderScript = `exec 6<&0 0</dev/null
+m=$1; shift
+if [ "$m" = call ]; then printf r >&4; exec 4>&-; IFS= read -r g <&5 || exit 125; fi
+"$@" <&6 6<&- 5<&- 4>&- 3>&- &
 p=$!
-exec 5<&-
-printf r >&4
-exec 4>&-
+exec 6<&-
+[ "$m" = call ] || { printf r >&4; exec 4>&-; }
+if IFS= read -r e <&5 && [ "$e" = e ]; then exec 3>&- 5<&-; else kill -KILL -1 2>/dev/null; exit 125; fi
 while :; do wait "$p"; s=$?; kill -0 "$p" 2>/dev/null || exit "$s"; done`
 )
 
@@ -106,14 +129,36 @@ var ErrSandboxEnded = errors.New("the warm sandbox ended before its call")
 
 // Prepare resolves sk's policy with opts, acquires its dependency
 // environment, writes its bundle and starts its egress server: all a
-// sandbox needs before Launch. A policy refusal is returned as a Result
-// (StoppedReason "policy"), not a Sandbox. Skills in input mode argv, and
-// opts.Command, are refused with ErrArgvInput (they run cold only).
-func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options) (*Sandbox, *Result, error) {
+// sandbox needs before Launch, whose entry point starts as when says. A
+// policy refusal is returned as a Result (StoppedReason "policy"), not a
+// Sandbox. Skills in input mode argv, and opts.Command, are refused with
+// ErrArgvInput (they run cold only).
+func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options, when StartEntry) (*Sandbox, *Result, error) {
 	if sk.Input.Mode == spec.InputArgv || opts.Command != nil {
 		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
 	}
-	return prepare(ctx, rt, sk, nil, opts, true)
+	sb, res, err := prepare(ctx, rt, sk, nil, opts, true)
+	if sb != nil {
+		sb.when = when
+		mode := "launch"
+		if when == EntryAtCall {
+			mode = "call"
+		}
+		sb.sp.Process.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder", mode}, sb.sp.Process.Args...)
+	}
+	return sb, res, err
+}
+
+// EntryEnded reports whether a launched sandbox's entry point has ended
+// before its call (it did not wait for its input: a skill that ignores
+// it). Call still returns that run's result.
+func (s *Sandbox) EntryEnded() bool {
+	if !s.launched || s.called || s.when != EntryAtLaunch {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(s.stdinW.Fd()), Events: unix.POLLOUT}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&unix.POLLERR != 0
 }
 
 // ID returns the sandbox's container ID.
@@ -140,14 +185,22 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		return fmt.Errorf("sandbox %s: %w", s.id, err)
 	}
 	defer readyR.Close()
-	s.stdinW = stdinW
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		readyW.Close()
+		return fmt.Errorf("sandbox %s: %w", s.id, err)
+	}
+	s.stdinW, s.ctlW = stdinW, ctlW
 	s.startedCh = make(chan struct{})
 	s.runCtx, s.cancel = context.WithCancelCause(ctx)
 	s.ran = true
 	go func() {
-		s.run(stdinR, []*os.File{stdinW, readyW})
+		s.run(stdinR, []*os.File{stdinW, readyW, ctlR})
 		stdinR.Close()
 		readyW.Close()
+		ctlR.Close()
 	}()
 	ready := make(chan error, 1)
 	go func() {
@@ -163,7 +216,7 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 	select {
 	case err = <-ready:
 		if err == nil {
-			select { // Started has run (pid, pidfd) or the run ended
+			select { // Started has run or the run ended
 			case <-s.startedCh:
 			case <-s.done:
 				err = errors.New("the container ended before its input")
@@ -215,33 +268,22 @@ func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
 	s.wrote = make(chan struct{})
 	go func() {
 		defer close(s.wrote)
-		_, err := s.stdinW.Write(input)
-		s.stdinW.Close()
-		if err == nil {
-			s.signalHolder()
+		defer s.ctlW.Close() // without "e": the holder kills the sandbox
+		if s.when == EntryAtCall {
+			if _, err := s.ctlW.Write([]byte("g\n")); err != nil {
+				return
+			}
 		}
+		// A failed write met an entry point that is gone (EPIPE): the
+		// holder is told all the same, to report its status.
+		_, _ = s.stdinW.Write(input)
+		s.stdinW.Close()
+		_, _ = s.ctlW.Write([]byte("e\n"))
 	}()
 	<-s.done
 	wall := time.Since(s.start)
 	<-s.wrote // EPIPE at the latest: the container and our read end are gone
 	return s.result(ctx, wall)
-}
-
-// signalHolder tells the input holder the input is complete.
-func (s *Sandbox) signalHolder() {
-	if s.pidfd >= 0 {
-		_ = unix.PidfdSendSignal(s.pidfd, unix.SIGUSR1, nil, 0)
-		return
-	}
-	if s.pid <= 0 {
-		return // a runtime that gave no PID (fakes)
-	}
-	select {
-	case <-s.done:
-	default:
-		// Not reaped before done: the PID is still the holder's.
-		_ = unix.Kill(s.pid, unix.SIGUSR1)
-	}
 }
 
 // startTimeout starts the wall-clock limit; the returned func stops it.
@@ -263,12 +305,7 @@ func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
 	// (0.9-2.8 ms later exec measured). It is written before the bundle
 	// folder is removed; a container that never started needs none.
 	started := func(pid int) {
-		s.pid = pid
 		if s.warm {
-			// Not reaped before Run returns: the PID is the holder's.
-			if fd, err := unix.PidfdOpen(pid, 0); pid > 0 && err == nil {
-				s.pidfd = fd
-			}
 			close(s.startedCh)
 		}
 		s.cfgErr = make(chan error, 1)
@@ -405,9 +442,8 @@ var errClosed = errors.New("sandbox closed")
 // cleanup releases what prepare acquired, in reverse order.
 func (s *Sandbox) cleanup() {
 	_ = s.waitConfig()
-	if s.pidfd >= 0 {
-		unix.Close(s.pidfd)
-		s.pidfd = -1
+	if s.ctlW != nil {
+		s.ctlW.Close()
 	}
 	if s.stdinW != nil {
 		s.stdinW.Close()
