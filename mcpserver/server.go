@@ -63,8 +63,10 @@ type Server struct {
 type served struct {
 	skill *spec.Skill
 	tool  *mcp.Tool
-	sig   string // the tool definition and manifest as JSON, and the folder
+	sig   string // the tool definition and manifest as JSON, the folder, the files' digests
 	pool  *pool  // nil: every call runs cold
+	entry SkillEntry
+	files []skillFile
 }
 
 // New loads the skills under opts.Dirs and builds the MCP server. A
@@ -90,7 +92,16 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, served: map[string]served{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	caps := &mcp.ServerCapabilities{
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true},
+	}
+	caps.AddExtension(SkillsExtension, nil)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Capabilities: caps})
+	if err := s.addSkillsMethods(); err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
 	s.warnings = s.sync()
 	return s, nil
 }
@@ -123,9 +134,18 @@ func (s *Server) load() (map[string]served, []string, []string) {
 				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
 				continue
 			}
+			files, err := skillFiles(sk)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("skill %q: files not all served as resources: %v", dir, err))
+			}
 			tb, _ := json.Marshal(t)
 			mb, _ := json.Marshal(sk.Manifest)
-			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir}
+			var digests strings.Builder
+			for _, f := range files {
+				digests.WriteString(f.res.URI + " " + f.res.Digest + "\n")
+			}
+			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir + "\x00" + digests.String(),
+				entry: skillEntry(sk, files), files: files}
 			order = append(order, sk.Name)
 		}
 	}
@@ -152,17 +172,26 @@ func (s *Server) sync() []string {
 	if s.closed {
 		return warnings
 	}
-	var gone []string
+	var gone, goneURIs []string
 	for name, old := range s.served {
-		if _, ok := now[name]; !ok {
+		n, ok := now[name]
+		if !ok {
 			gone = append(gone, name)
 			if old.pool != nil {
 				drain = append(drain, old.pool)
 			}
 		}
+		if !ok || n.sig != old.sig {
+			for _, f := range old.files {
+				goneURIs = append(goneURIs, f.res.URI)
+			}
+		}
 	}
 	if len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
+	}
+	if len(goneURIs) > 0 {
+		s.mcp.RemoveResources(goneURIs...)
 	}
 	for _, name := range order {
 		n := now[name]
@@ -179,6 +208,11 @@ func (s *Server) sync() []string {
 			now[name] = n
 		}
 		s.mcp.AddTool(n.tool, s.handler(n.skill, n.pool))
+		for _, f := range n.files {
+			rel := strings.TrimPrefix(f.res.URI, "skill://")
+			s.mcp.AddResource(&mcp.Resource{URI: f.res.URI, Name: rel, MIMEType: f.res.MIMEType, Size: f.res.Size,
+				Meta: mcp.Meta{"digest": f.res.Digest}}, resourceHandler(f))
+		}
 	}
 	s.retired = append(s.retired, drain...)
 	s.served, s.order = now, order
