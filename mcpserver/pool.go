@@ -35,8 +35,9 @@ type pool struct {
 	wake   chan struct{} // a member was taken: refill
 	done   chan struct{} // the refill loop ended
 
-	mu      sync.Mutex
-	when    skill.StartEntry // EntryAtCall once the skill showed it ignores its input
+	mu       sync.Mutex
+	lastTake time.Time
+	when     skill.StartEntry // EntryAtCall once the skill showed it ignores its input
 	ready   []*member
 	closing sync.WaitGroup // members taken and being destroyed
 	stats   poolStats
@@ -97,6 +98,7 @@ func (p *pool) take() *member {
 			continue
 		}
 		p.checkEntry(m)
+		p.lastTake = time.Now()
 		p.stats.Warm++
 		p.closing.Add(1) // released by release
 		return m
@@ -161,7 +163,22 @@ func (p *pool) refill() {
 		}
 		p.ready = keep
 		need := len(p.ready) < p.size
+		// While calls keep taking sandboxes and some are left, a launch
+		// (tens of ms of CPU) would compete with them: refill once the
+		// calls pause, or when the pool is empty.
+		var quiet time.Duration
+		if need && len(p.ready) > 0 {
+			quiet = refillQuiet - time.Since(p.lastTake)
+		}
 		p.mu.Unlock()
+		if quiet > 0 {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(quiet):
+			}
+			continue
+		}
 		if need && backoff == 0 {
 			if err := p.launch(); err != nil {
 				if p.ctx.Err() != nil {
@@ -193,6 +210,10 @@ func (p *pool) refill() {
 		}
 	}
 }
+
+// refillQuiet is how long after the last call took a sandbox the pool
+// waits before it refills (unless it is empty).
+const refillQuiet = 20 * time.Millisecond
 
 // errRefused: the operator's grants do not cover the skill; every call
 // is refused by the cold path, there is nothing to keep warm.

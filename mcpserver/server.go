@@ -317,7 +317,9 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			err = &skill.InputError{Err: verr} // no sandbox spent on it
 		} else if m := p.takeIfAny(); m != nil {
 			res, err = m.sb.Call(ctx, input)
-			p.release(m)
+			// Destroyed in the background: the answer does not wait
+			// for the container's deletion (Close waits for it).
+			go p.release(m)
 			if errors.Is(err, skill.ErrSandboxEnded) && ctx.Err() == nil {
 				res, err = nil, nil // it died waiting: nothing ran, run cold
 			}

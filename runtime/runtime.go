@@ -104,6 +104,12 @@ type RunOpts struct {
 	// it. It must not block: work that can wait until the container runs
 	// (so as not to compete with its start for the CPU) goes there.
 	Started func(pid int)
+	// Exited, when not nil, is called once the container's process has
+	// been waited for, with Exit filled and the wait's error (nil, or
+	// the context's when its end killed the container), before the
+	// container is deleted (foreground runs only): a caller may answer
+	// before the clean-up is done. It must not block.
+	Exited func(err error)
 }
 
 // ExecOpts are the options of Exec.

@@ -332,6 +332,9 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	if o.Exit != nil {
 		fillExit(o.Exit, s, ps, status, time.Since(begin))
 	}
+	if o.Exited != nil {
+		o.Exited(werr)
+	}
 	if !o.Keep {
 		if err := r.destroy(id, s.c); err != nil && werr == nil {
 			werr = err

@@ -115,7 +115,7 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	defer stop()
 	sb.start, sb.ran = time.Now(), true
 	sb.run(bytes.NewReader(input), nil)
-	return sb.result(ctx, time.Since(sb.start))
+	return sb.result(ctx, time.Since(sb.start), sb.status, sb.runErr)
 }
 
 // prepare does everything a run needs before its container starts:

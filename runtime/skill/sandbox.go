@@ -75,6 +75,7 @@ type Sandbox struct {
 	ran bool // run was started (done will close)
 
 	// Warm sandboxes.
+	exited    chan error // the wait's error, once the process exited (runtimes that tell)
 	when      StartEntry
 	stdinW    *os.File
 	ctlW      *os.File // the holder's control pipe
@@ -194,6 +195,7 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 	}
 	s.stdinW, s.ctlW = stdinW, ctlW
 	s.startedCh = make(chan struct{})
+	s.exited = make(chan error, 1)
 	s.runCtx, s.cancel = context.WithCancelCause(ctx)
 	s.ran = true
 	go func() {
@@ -280,10 +282,28 @@ func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
 		s.stdinW.Close()
 		_, _ = s.ctlW.Write([]byte("e\n"))
 	}()
-	<-s.done
-	wall := time.Since(s.start)
+	// Answer as soon as the process exited: the container's deletion
+	// (cgroups, state: milliseconds) goes on meanwhile; Close waits for
+	// it. With an egress server, its report comes after the run.
+	var wall time.Duration
+	select {
+	case werr := <-s.exited:
+		wall = time.Since(s.start)
+		if s.eg != nil {
+			<-s.done
+			break
+		}
+		select {
+		case <-s.wrote:
+		case <-s.done:
+			<-s.wrote
+		}
+		return s.result(ctx, wall, s.info.Status, werr)
+	case <-s.done:
+		wall = time.Since(s.start)
+	}
 	<-s.wrote // EPIPE at the latest: the container and our read end are gone
-	return s.result(ctx, wall)
+	return s.result(ctx, wall, s.status, s.runErr)
 }
 
 // startTimeout starts the wall-clock limit; the returned func stops it.
@@ -311,6 +331,10 @@ func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
 		s.cfgErr = make(chan error, 1)
 		go func(done chan<- error) { done <- spec.WriteConfig(s.dir, s.sp) }(s.cfgErr)
 	}
+	var exited func(error)
+	if s.warm {
+		exited = func(err error) { s.exited <- err }
+	}
 	if s.start.IsZero() {
 		s.start = time.Now()
 	}
@@ -325,6 +349,7 @@ func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
 		},
 		Exit:    &s.info,
 		Started: started,
+		Exited:  exited,
 	})
 	if s.eg != nil {
 		s.network = s.eg.stop()
@@ -347,29 +372,30 @@ func (s *Sandbox) waitConfig() error {
 	return err
 }
 
-// result builds the Result of the ended run; ctx is the call's.
-func (s *Sandbox) result(ctx context.Context, wall time.Duration) (*Result, error) {
+// result builds the Result of the ended run from the runtime's status
+// and error; ctx is the call's.
+func (s *Sandbox) result(ctx context.Context, wall time.Duration, status int, runErr error) (*Result, error) {
 	res := s.base
 	res.Warnings = append([]string(nil), s.base.Warnings...)
 	res.Network = s.network
 	policy, info := s.policy, &s.info
 	cause := context.Cause(s.runCtx)
 	interrupted := false
-	if s.runErr != nil {
+	if runErr != nil {
 		switch {
 		case errors.Is(cause, errTimeout), errors.Is(cause, errOutputLimit):
 			// We stopped it; reported below.
 		case ctx.Err() != nil:
 			interrupted = true
 		default:
-			return nil, fmt.Errorf("run skill %q: %w", s.sk.Name, s.runErr)
+			return nil, fmt.Errorf("run skill %q: %w", s.sk.Name, runErr)
 		}
 	}
 	if err := s.waitConfig(); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("bundle config.json not written: %v", err))
 	}
-	if info.Status == 0 && s.status != 0 {
-		info.Status = s.status
+	if info.Status == 0 && status != 0 {
+		info.Status = status
 	}
 	if s.warm && info.Signal == 0 && info.Status > 128 && info.Status < 128+65 {
 		// The holder reports a signal death of the entry point as

@@ -329,7 +329,9 @@ func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 	m := &mode{name: "root"}
 	m.tmp = privateTmp(t, m)
 	start := func() (*exec.Cmd, *mcp.ClientSession) {
-		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", probe())
+		// Cold sandboxes (--pool 0) outlive a killed server; warm ones
+		// kill themselves (TestMCPPoolKilledServer).
+		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", probe(), "--pool", "0")
 		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
