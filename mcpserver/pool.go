@@ -38,9 +38,9 @@ type pool struct {
 	mu       sync.Mutex
 	lastTake time.Time
 	when     skill.StartEntry // EntryAtCall once the skill showed it ignores its input
-	ready   []*member
-	closing sync.WaitGroup // members taken and being destroyed
-	stats   poolStats
+	ready    []*member
+	closing  sync.WaitGroup // members taken and being destroyed
+	stats    poolStats
 }
 
 // poolStats count what the pool did (tests, logs).
