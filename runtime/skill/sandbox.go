@@ -243,7 +243,8 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 // wall-clock limit counts from now, and so do the result's wall time
 // (usage.wall_ms); CPU time and peak memory include the entry point's
 // start. ctx ending kills the sandbox (StoppedReason "signal",
-// "interrupted: ..."). The container is gone when Call returns.
+// "interrupted: ..."). Call answers once the entry point has exited;
+// the container's deletion may still be going on (Close waits for it).
 func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
 	if !s.launched || s.called {
 		return nil, errors.New("sandbox: not launched, or already called")
