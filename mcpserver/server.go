@@ -56,6 +56,13 @@ type Server struct {
 	warnings []string
 	retired  []*pool // pools of skills changed or removed
 	closed   bool
+
+	// Every call's context ends with stop (Close); calls counts the
+	// handlers running.
+	stop    context.Context
+	stopAll context.CancelFunc
+	calls   sync.WaitGroup
+	closing sync.Once
 }
 
 // served is one skill served as a tool, and what it was made from (to see
@@ -92,6 +99,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, served: map[string]served{}}
+	s.stop, s.stopAll = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{
 		Logging:   &mcp.LoggingCapabilities{},
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -219,12 +227,20 @@ func (s *Server) sync() []string {
 	return warnings
 }
 
-// Close destroys every warm sandbox and waits until those serving calls
-// are gone too (end the calls first: cancel their contexts). The server
-// serves cold calls only afterwards.
-func (s *Server) Close() {
+// Close ends every call in flight (its sandbox is killed and removed, the
+// call answers "interrupted"), destroys every warm sandbox and returns
+// once all are gone. The transports may still deliver calls afterwards:
+// they are refused. Calls of Close at the same time all return once
+// it is done.
+func (s *Server) Close() { s.closing.Do(s.close) }
+
+func (s *Server) close() {
 	s.mu.Lock()
 	s.closed = true
+	s.stopAll()
+	s.mu.Unlock()
+	s.calls.Wait()
+	s.mu.Lock()
 	pools := append([]*pool(nil), s.retired...)
 	for _, n := range s.served {
 		if n.pool != nil {
@@ -304,6 +320,19 @@ func (s *Server) Warnings() []string {
 // when one is ready, else a cold one.
 func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return toolError("the server is shutting down"), nil
+		}
+		s.calls.Add(1)
+		s.mu.Unlock()
+		defer s.calls.Done()
+		// The SDK does not end a call's context when the server stops
+		// serving: Close does.
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(s.stop, func() { cancel(errShutdown) })()
 		var input []byte
 		if req.Params != nil {
 			input = req.Params.Arguments
@@ -336,6 +365,8 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		return resultOf(res), nil
 	}
 }
+
+var errShutdown = errors.New("the server is shutting down")
 
 // resultOf turns a skill result into a tool result: the envelope as
 // structured content and as JSON text (for clients that read only text),

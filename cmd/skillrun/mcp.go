@@ -76,9 +76,11 @@ or --log. See docs/mcp.md.`,
 			if err != nil {
 				return e.usageError("mcp serve: %v", err)
 			}
-			// Every warm sandbox is destroyed before the server exits
-			// (calls in flight were cancelled with ctx).
+			// A signal ends the calls in flight (the SDK's Run waits for
+			// them): their sandboxes are killed and removed, then every
+			// warm sandbox, before the server exits.
 			defer srv.Close()
+			defer context.AfterFunc(ctx, srv.Close)()
 			for _, w := range srv.Warnings() {
 				e.log.Warn(w)
 			}
