@@ -33,6 +33,7 @@ func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 	cmd := m.command(args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	rec := m.recordIDs()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	c := mcp.NewClient(&mcp.Implementation{Name: "skillrun-test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -50,6 +51,9 @@ func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 			t.Logf("server stderr:\n%s", stderr.String())
 		}
 		m.assertClean(t)
+		// Seen from the host: no cgroup of any container the session
+		// ran (warm and cold), no mount left.
+		m.assertNoHostLeftovers(t, rec.finish())
 	})
 	return cs
 }
