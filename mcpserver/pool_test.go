@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -167,6 +170,85 @@ func TestPoolCancelWarmCall(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("warm sandbox %s not stopped after cancel", id)
+		}
+	}
+}
+
+// TestPoolRecyclesOld: a sandbox that waited longer than PoolMaxAge is
+// destroyed and replaced; a call never gets it.
+func TestPoolRecyclesOld(t *testing.T) {
+	f := newFake()
+	s, _ := connectOpts(t, Options{Runtime: f, Pool: 1, PoolMaxAge: 80 * time.Millisecond})
+	waitReady(t, s, 1)
+	p := s.served["calculator"].pool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, _ := p.snapshot()
+		if st.Recycled >= 2 && st.Launched >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recycling: %+v", st)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	killed := 0
+	for id, err := range f.ended {
+		if errors.Is(err, context.Canceled) && f.deleted[id] {
+			killed++
+		}
+	}
+	if killed < 2 {
+		t.Errorf("%d recycled sandboxes killed and deleted, want 2 or more", killed)
+	}
+}
+
+// TestPoolDrainedWhenSkillGoes: the rescan that sees a skill removed (or
+// changed) destroys its waiting sandboxes before it returns.
+func TestPoolDrainedWhenSkillGoes(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"calculator", "text-stats"} {
+		if err := os.CopyFS(filepath.Join(root, n), os.DirFS(filepath.Join("..", "examples", "skills", n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := newFake()
+	tmp := t.TempDir()
+	s, err := New(Options{Runtime: f, Dirs: []string{root}, Run: skill.Options{TempDir: tmp}, Pool: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitReady(t, s, 1)
+	// Change the calculator (a new file): its pool is replaced.
+	old := s.served["calculator"].pool
+	if err := os.WriteFile(filepath.Join(root, "calculator", "NOTES.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.sync()
+	if st, ready := old.snapshot(); ready != 0 || st.Launched == 0 {
+		t.Errorf("old pool after the change: %+v, %d ready", st, ready)
+	}
+	if s.served["calculator"].pool == old {
+		t.Error("the changed skill kept its old pool")
+	}
+	waitReady(t, s, 1)
+	// Remove it: the new pool's sandbox is destroyed by the rescan.
+	cur := s.served["calculator"].pool
+	if err := os.RemoveAll(filepath.Join(root, "calculator")); err != nil {
+		t.Fatal(err)
+	}
+	s.sync()
+	if _, ready := cur.snapshot(); ready != 0 {
+		t.Errorf("removed skill: %d sandboxes still ready", ready)
+	}
+	if _, ok := s.PoolStats()["calculator"]; ok {
+		t.Error("removed skill still has a pool")
+	}
+	ents, _ := os.ReadDir(tmp)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), "calculator") {
+			t.Errorf("bundle of a drained calculator sandbox left: %s", e.Name())
 		}
 	}
 }
