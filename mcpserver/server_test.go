@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,14 +40,46 @@ func newFake() *fakeRT {
 
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
 	if len(opts.ExtraFiles) == 3 {
-		// A warm sandbox: play the input holder (ready on fd 4), then
-		// wait for the input as its entry point (no PID to signal).
+		// A warm sandbox: play the input holder with copies of its ends
+		// (the runner closes its own once started): ready on fd 4,
+		// keep fd 3 (stdin's write end) until "e" on fd 5, then read
+		// the input to its end as the entry point.
+		dup := func(f *os.File) *os.File {
+			fd, err := syscall.Dup(int(f.Fd()))
+			if err != nil {
+				panic(err)
+			}
+			return os.NewFile(uintptr(fd), f.Name())
+		}
+		in, w, ready, ctl := dup(opts.Stdio.Stdin.(*os.File)), dup(opts.ExtraFiles[0]), dup(opts.ExtraFiles[1]), dup(opts.ExtraFiles[2])
 		opts.Started(0)
-		_, _ = opts.ExtraFiles[1].Write([]byte("r"))
+		_, _ = ready.Write([]byte("r"))
+		ready.Close()
 		got := make(chan []byte, 1)
-		go func() { b, _ := io.ReadAll(opts.Stdio.Stdin); got <- b }()
+		go func() {
+			defer in.Close()
+			defer ctl.Close()
+			r := bufio.NewReader(ctl)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil { // the launcher is gone: "killed"
+					w.Close()
+					got <- nil
+					return
+				}
+				if line == "e\n" {
+					w.Close()
+					break
+				}
+			}
+			b, _ := io.ReadAll(in)
+			got <- b
+		}()
 		select {
 		case in := <-got:
+			if in == nil {
+				return -1, errors.New("killed by the holder")
+			}
 			return f.behave(ctx, id, opts, in)
 		case <-ctx.Done(): // killed while waiting in the pool
 			f.mu.Lock()

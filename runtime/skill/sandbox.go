@@ -76,6 +76,7 @@ type Sandbox struct {
 
 	// Warm sandboxes.
 	exited    chan error // the wait's error, once the process exited (runtimes that tell)
+	ours      []*os.File // our copies of the container's ends, closed once it started
 	when      StartEntry
 	stdinW    *os.File
 	ctlW      *os.File // the holder's control pipe
@@ -198,6 +199,10 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 	s.exited = make(chan error, 1)
 	s.runCtx, s.cancel = context.WithCancelCause(ctx)
 	s.ran = true
+	// Once the container has its copies, ours of its ends go: the
+	// holder's exit must end the ready pipe, and an entry point gone must
+	// leave the input pipe without a reader (EntryEnded, EPIPE).
+	s.ours = []*os.File{stdinR, readyW, ctlR}
 	go func() {
 		s.run(stdinR, []*os.File{stdinW, readyW, ctlR})
 		stdinR.Close()
@@ -327,6 +332,9 @@ func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
 	// folder is removed; a container that never started needs none.
 	started := func(pid int) {
 		if s.warm {
+			for _, f := range s.ours {
+				f.Close()
+			}
 			close(s.startedCh)
 		}
 		s.cfgErr = make(chan error, 1)
