@@ -333,3 +333,61 @@ func TestMCPPoolKilledServer(t *testing.T) {
 	m.assertNoHostLeftovers(t, ids)
 	m.assertClean(t)
 }
+
+// TestMCPPoolSkillIgnoringInput: the documented limit of starting entry
+// points ahead. A skill that never reads its input runs to its end when
+// its warm sandbox launches (one workspace file); the first call returns
+// that run's result, the server warns and switches the skill's pool to
+// starting the entry point at the call: afterwards nothing runs without
+// a call (one file per call).
+func TestMCPPoolSkillIgnoringInput(t *testing.T) {
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root")
+	}
+	m := &mode{name: "root"}
+	m.tmp = privateTmp(t, m)
+	ws := ownedDir(t, m)
+	dir := filepath.Join(repo, "tests", "skills", "testdata", "noinput")
+	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", dir,
+		"--workspace", ws, "--pool", "1", "--watch", "0")
+	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := func() int {
+		ents, _ := os.ReadDir(ws)
+		return len(ents)
+	}
+	for deadline := time.Now().Add(30 * time.Second); files() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm sandbox never ran the skill ahead: the test proves nothing")
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := files(); n != 1 {
+		t.Fatalf("%d runs ahead of any call, want 1", n)
+	}
+	c := callTool(t, context.Background(), cs, "noinput", nil)
+	if c.r.IsError || !c.res.OK || files() != 1 {
+		t.Fatalf("first call: %d files, %s", files(), c.text())
+	}
+	time.Sleep(1500 * time.Millisecond) // the pool refills, in call mode
+	if n := files(); n != 1 {
+		t.Errorf("%d runs after the first call without a second one, want 1", n)
+	}
+	c = callTool(t, context.Background(), cs, "noinput", nil)
+	if c.r.IsError || !c.res.OK || files() != 2 {
+		t.Errorf("second call: %d files, %s", files(), c.text())
+	}
+	cs.Close()
+	if !strings.Contains(stderr.String(), `does not wait for its input`) {
+		t.Errorf("no warning about the skill on stderr:\n%s", stderr.String())
+	}
+	m.assertClean(t)
+}
