@@ -62,8 +62,20 @@ go_tools() {
 		local tools
 		tools=$(cd "$(dirname "$0")/.." && pwd)/bin/tools
 		[ -x "$tools/grpcurl" ] || GOBIN=$tools go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+		inspector
 		;;
 	esac
+}
+# The MCP Inspector (a real third-party MCP client, tests/skills/inspector_test.go), from the npm
+# registry at the versions tests/mcp-inspector/package-lock.json pins, the Node.js it runs on
+# included (the inspector 2.x needs Node >= 22.19). Reinstalled when the lock file changes.
+inspector() {
+	local dir
+	dir=$(cd "$(dirname "$0")/.." && pwd)/tests/mcp-inspector
+	command -v npm >/dev/null || { echo "install-deps: npm missing: the MCP Inspector test cannot run" >&2; return 1; }
+	if [ ! -f "$dir/node_modules/.package-lock.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.skillrun-lock"; then
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) && cp "$dir/package-lock.json" "$dir/node_modules/.skillrun-lock"
+	fi
 }
 
 if [ ${#missing[@]} -eq 0 ]; then

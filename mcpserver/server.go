@@ -33,6 +33,16 @@ type Options struct {
 	Run skill.Options
 	// Name and Version identify the server to clients.
 	Name, Version string
+	// Pool is how many warm sandboxes each skill keeps launched ahead of
+	// its calls (0: none, every call runs cold). Skills in input mode
+	// argv always run cold.
+	Pool int
+	// PoolMaxAge recycles a warm sandbox that waited longer for a call
+	// (0: DefaultPoolMaxAge).
+	PoolMaxAge time.Duration
+	// Warn receives what goes wrong in the background (a warm sandbox
+	// that fails to launch); nil discards.
+	Warn func(string)
 }
 
 // Server serves skills as MCP tools.
@@ -44,6 +54,15 @@ type Server struct {
 	served   map[string]served
 	order    []string // tool names in load order
 	warnings []string
+	retired  []*pool // pools of skills changed or removed
+	closed   bool
+
+	// Every call's context ends with stop (Close); calls counts the
+	// handlers running.
+	stop    context.Context
+	stopAll context.CancelFunc
+	calls   sync.WaitGroup
+	closing sync.Once
 }
 
 // served is one skill served as a tool, and what it was made from (to see
@@ -51,7 +70,10 @@ type Server struct {
 type served struct {
 	skill *spec.Skill
 	tool  *mcp.Tool
-	sig   string // the tool definition and manifest as JSON, and the folder
+	sig   string // the tool definition and manifest as JSON, the folder, the files' digests
+	pool  *pool  // nil: every call runs cold
+	entry SkillEntry
+	files []skillFile
 }
 
 // New loads the skills under opts.Dirs and builds the MCP server. A
@@ -77,7 +99,17 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, served: map[string]served{}}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	s.stop, s.stopAll = context.WithCancel(context.Background())
+	caps := &mcp.ServerCapabilities{
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true},
+	}
+	caps.AddExtension(SkillsExtension, nil)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Capabilities: caps})
+	if err := s.addSkillsMethods(); err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
 	s.warnings = s.sync()
 	return s, nil
 }
@@ -110,9 +142,18 @@ func (s *Server) load() (map[string]served, []string, []string) {
 				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
 				continue
 			}
+			files, err := skillFiles(sk)
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("skill %q: files not all served as resources: %v", dir, err))
+			}
 			tb, _ := json.Marshal(t)
 			mb, _ := json.Marshal(sk.Manifest)
-			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir}
+			var digests strings.Builder
+			for _, f := range files {
+				digests.WriteString(f.res.URI + " " + f.res.Digest + "\n")
+			}
+			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir + "\x00" + digests.String(),
+				entry: skillEntry(sk, files), files: files}
 			order = append(order, sk.Name)
 		}
 	}
@@ -123,29 +164,111 @@ func (s *Server) load() (map[string]served, []string, []string) {
 // and changed skills are (re)added, vanished ones removed. The SDK tells
 // connected clients (notifications/tools/list_changed). It returns the
 // load's warnings.
+//
+// The warm sandboxes of a changed or removed skill are destroyed before
+// sync returns (calls they serve end on their own).
 func (s *Server) sync() []string {
 	now, order, warnings := s.load()
+	var drain []*pool
+	defer func() {
+		for _, p := range drain {
+			p.close()
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var gone []string
-	for name := range s.served {
-		if _, ok := now[name]; !ok {
+	if s.closed {
+		return warnings
+	}
+	var gone, goneURIs []string
+	for name, old := range s.served {
+		n, ok := now[name]
+		if !ok {
 			gone = append(gone, name)
+			if old.pool != nil {
+				drain = append(drain, old.pool)
+			}
+		}
+		if !ok || n.sig != old.sig {
+			for _, f := range old.files {
+				goneURIs = append(goneURIs, f.res.URI)
+			}
 		}
 	}
 	if len(gone) > 0 {
 		s.mcp.RemoveTools(gone...)
 	}
+	if len(goneURIs) > 0 {
+		s.mcp.RemoveResources(goneURIs...)
+	}
 	for _, name := range order {
 		n := now[name]
-		if old, ok := s.served[name]; ok && old.sig == n.sig {
+		old, ok := s.served[name]
+		if ok && old.sig == n.sig {
 			now[name] = old
 			continue
 		}
-		s.mcp.AddTool(n.tool, s.handler(n.skill))
+		if ok && old.pool != nil {
+			drain = append(drain, old.pool)
+		}
+		if s.opts.Pool > 0 && poolable(n.skill) {
+			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn)
+			now[name] = n
+		}
+		s.mcp.AddTool(n.tool, s.handler(n.skill, n.pool))
+		for _, f := range n.files {
+			rel := strings.TrimPrefix(f.res.URI, "skill://")
+			s.mcp.AddResource(&mcp.Resource{URI: f.res.URI, Name: rel, MIMEType: f.res.MIMEType, Size: f.res.Size,
+				Meta: mcp.Meta{"digest": f.res.Digest}}, resourceHandler(f))
+		}
 	}
+	s.retired = append(s.retired, drain...)
 	s.served, s.order = now, order
 	return warnings
+}
+
+// Close ends every call in flight (its sandbox is killed and removed, the
+// call answers "interrupted"), destroys every warm sandbox and returns
+// once all are gone. The transports may still deliver calls afterwards:
+// they are refused. Calls of Close at the same time all return once
+// it is done.
+func (s *Server) Close() { s.closing.Do(s.close) }
+
+func (s *Server) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.stopAll()
+	s.mu.Unlock()
+	s.calls.Wait()
+	s.mu.Lock()
+	pools := append([]*pool(nil), s.retired...)
+	for _, n := range s.served {
+		if n.pool != nil {
+			pools = append(pools, n.pool)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range pools {
+		p.close()
+	}
+	for _, p := range pools {
+		p.wait()
+	}
+}
+
+// PoolStats returns, per skill with a pool, how many calls took a warm
+// sandbox and how many sandboxes are ready.
+func (s *Server) PoolStats() map[string][2]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][2]int{}
+	for name, n := range s.served {
+		if n.pool != nil {
+			st, ready := n.pool.snapshot()
+			out[name] = [2]int{st.Warm, ready}
+		}
+	}
+	return out
 }
 
 // Watch rescans the skill folders every interval until ctx ends, so that
@@ -193,9 +316,23 @@ func (s *Server) Warnings() []string {
 	return s.warnings
 }
 
-// handler runs sk once per call in a fresh sandbox.
-func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
+// handler runs sk once per call in a fresh sandbox: a warm one from p
+// when one is ready, else a cold one.
+func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return toolError("the server is shutting down"), nil
+		}
+		s.calls.Add(1)
+		s.mu.Unlock()
+		defer s.calls.Done()
+		// The SDK does not end a call's context when the server stops
+		// serving: Close does.
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(s.stop, func() { cancel(errShutdown) })()
 		var input []byte
 		if req.Params != nil {
 			input = req.Params.Arguments
@@ -203,7 +340,22 @@ func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
-		res, err := skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+		var res *skill.Result
+		var err error
+		if _, verr := sk.ValidateInput(input); verr != nil {
+			err = &skill.InputError{Err: verr} // no sandbox spent on it
+		} else if m := p.takeIfAny(); m != nil {
+			res, err = m.sb.Call(ctx, input)
+			// Destroyed in the background: the answer does not wait
+			// for the container's deletion (Close waits for it).
+			go p.release(m)
+			if errors.Is(err, skill.ErrSandboxEnded) && ctx.Err() == nil {
+				res, err = nil, nil // it died waiting: nothing ran, run cold
+			}
+		}
+		if res == nil && err == nil {
+			res, err = skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+		}
 		if err != nil {
 			if skill.IsInputError(err) {
 				return toolError(fmt.Sprintf("invalid input for skill %q: %v", sk.Name, err)), nil
@@ -213,6 +365,8 @@ func (s *Server) handler(sk *spec.Skill) mcp.ToolHandler {
 		return resultOf(res), nil
 	}
 }
+
+var errShutdown = errors.New("the server is shutting down")
 
 // resultOf turns a skill result into a tool result: the envelope as
 // structured content and as JSON text (for clients that read only text),

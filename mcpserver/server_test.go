@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,12 +39,66 @@ func newFake() *fakeRT {
 }
 
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
+	if len(opts.ExtraFiles) == 3 {
+		// A warm sandbox: play the input holder with copies of its ends
+		// (the runner closes its own once started): ready on fd 4,
+		// keep fd 3 (stdin's write end) until "e" on fd 5, then read
+		// the input to its end as the entry point.
+		dup := func(f *os.File) *os.File {
+			fd, err := syscall.Dup(int(f.Fd()))
+			if err != nil {
+				panic(err)
+			}
+			return os.NewFile(uintptr(fd), f.Name())
+		}
+		in, w, ready, ctl := dup(opts.Stdio.Stdin.(*os.File)), dup(opts.ExtraFiles[0]), dup(opts.ExtraFiles[1]), dup(opts.ExtraFiles[2])
+		opts.Started(0)
+		_, _ = ready.Write([]byte("r"))
+		ready.Close()
+		got := make(chan []byte, 1)
+		go func() {
+			defer in.Close()
+			defer ctl.Close()
+			r := bufio.NewReader(ctl)
+			for {
+				line, err := r.ReadString('\n')
+				if err != nil { // the launcher is gone: "killed"
+					w.Close()
+					got <- nil
+					return
+				}
+				if line == "e\n" {
+					w.Close()
+					break
+				}
+			}
+			b, _ := io.ReadAll(in)
+			got <- b
+		}()
+		select {
+		case in := <-got:
+			if in == nil {
+				return -1, errors.New("killed by the holder")
+			}
+			return f.behave(ctx, id, opts, in)
+		case <-ctx.Done(): // killed while waiting in the pool
+			f.mu.Lock()
+			f.ended[id] = ctx.Err()
+			f.mu.Unlock()
+			return -1, ctx.Err()
+		}
+	}
 	in, _ := io.ReadAll(opts.Stdio.Stdin)
-	var obj struct{ Expression string }
-	_ = json.Unmarshal(in, &obj)
 	if opts.Started != nil {
 		opts.Started(1)
 	}
+	return f.behave(ctx, id, opts, in)
+}
+
+// behave plays the skill's program with its input.
+func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in []byte) (int, error) {
+	var obj struct{ Expression string }
+	_ = json.Unmarshal(in, &obj)
 	f.started <- id
 	end := func(code int, err error) (int, error) {
 		f.mu.Lock()
@@ -79,11 +135,19 @@ func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {
 // and returns a connected client session.
 func connect(t *testing.T, rt runtime.Runtime, run skill.Options) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	run.TempDir = t.TempDir()
-	s, err := New(Options{Runtime: rt, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: run})
+	return connectOpts(t, Options{Runtime: rt, Run: run})
+}
+
+// connectOpts is connect with server options (Dirs: the examples).
+func connectOpts(t *testing.T, o Options) (*Server, *mcp.ClientSession) {
+	t.Helper()
+	o.Run.TempDir = t.TempDir()
+	o.Dirs = []string{filepath.Join("..", "examples", "skills")}
+	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	ss, err := s.MCP().Connect(ctx, st, nil)

@@ -62,6 +62,10 @@ type CreateOpts struct {
 	PreserveFDs int
 	// Stdio is the container's standard I/O (when no terminal is used).
 	Stdio Stdio
+	// ExtraFiles are passed to the container's process as descriptors
+	// 3, 4, ... (after the PreserveFDs ones): a caller's own pipes, as
+	// exec.Cmd.ExtraFiles. The caller keeps and closes its copies.
+	ExtraFiles []*os.File
 	// EgressSocket, when set, is the unix socket of an egress server
 	// (package egress): the Linux back end runs its hook inside the new
 	// container's network namespace, which binds the sandbox's DNS,
@@ -100,6 +104,12 @@ type RunOpts struct {
 	// it. It must not block: work that can wait until the container runs
 	// (so as not to compete with its start for the CPU) goes there.
 	Started func(pid int)
+	// Exited, when not nil, is called once the container's process has
+	// been waited for, with Exit filled and the wait's error (nil, or
+	// the context's when its end killed the container), before the
+	// container is deleted (foreground runs only): a caller may answer
+	// before the clean-up is done. It must not block.
+	Exited func(err error)
 }
 
 // ExecOpts are the options of Exec.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,13 +40,21 @@ or --log. See docs/mcp.md.`,
 			&cli.StringSliceFlag{Name: "skills", Usage: "skill folder, or folder searched for skills (repeatable)", Required: true},
 			&cli.DurationFlag{Name: "watch", Value: 2 * time.Second, Usage: "rescan the skill folders this often: skills added, removed or changed update the tool list (0: never)"},
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
+			&cli.IntFlag{Name: "pool", Value: 1, Usage: "warm sandboxes kept launched per skill, entry point waiting for its input (0: every call runs cold)"},
+			&cli.DurationFlag{Name: "pool-max-age", Value: mcpserver.DefaultPoolMaxAge, Usage: "recycle a warm sandbox that waited this long for a call"},
 		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
 				return e.usageError("mcp serve: takes no arguments (use --skills DIR)")
 			}
-			// As skill run: a delegated systemd scope when the host offers one.
-			rt, err := e.skillEngine(c)
+			// As skill run: a delegated systemd scope when the host offers
+			// one. A long-lived server launches many sandboxes (warm ones
+			// in the background): the runtime's warnings, the same for
+			// each, are logged once.
+			o := e.engineOptions(c)
+			o.DelegatedScope = true
+			o.Warn = onceWarn(e)
+			rt, err := e.backend(o)
 			if err != nil {
 				return err
 			}
@@ -58,18 +67,28 @@ or --log. See docs/mcp.md.`,
 			if opts.Deps, err = e.depsManager(c, rt, true); err != nil {
 				return err
 			}
-			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version})
-			if err != nil {
-				return e.usageError("mcp serve: %v", err)
-			}
-			for _, w := range srv.Warnings() {
-				e.log.Warn(w)
+			if c.Int("pool") < 0 || c.Duration("pool-max-age") < 0 {
+				return e.usageError("--pool, --pool-max-age: must not be negative")
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			// What a killed predecessor left (its sandboxes, their
-			// bundles) goes before the first call.
+			// What a killed predecessor left (its sandboxes, warm ones
+			// included, their bundles) goes before the first call and
+			// before the pools launch.
 			skill.CollectStale(ctx, rt, opts.TempDir)
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version,
+				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) }})
+			if err != nil {
+				return e.usageError("mcp serve: %v", err)
+			}
+			// A signal ends the calls in flight (the SDK's Run waits for
+			// them): their sandboxes are killed and removed, then every
+			// warm sandbox, before the server exits.
+			defer srv.Close()
+			defer context.AfterFunc(ctx, srv.Close)()
+			for _, w := range srv.Warnings() {
+				e.log.Warn(w)
+			}
 			if w := c.Duration("watch"); w > 0 {
 				go srv.Watch(ctx, w, func(m string) { e.log.Warn(m) })
 			} else if w < 0 {
@@ -88,6 +107,21 @@ or --log. See docs/mcp.md.`,
 			}
 			return serveHTTP(ctx, e, srv, addr)
 		},
+	}
+}
+
+// onceWarn logs each distinct warning once.
+func onceWarn(e *env) func(string) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(msg string) {
+		mu.Lock()
+		first := !seen[msg]
+		seen[msg] = true
+		mu.Unlock()
+		if first {
+			e.log.Warn(msg)
+		}
 	}
 }
 

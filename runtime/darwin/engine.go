@@ -269,8 +269,10 @@ func (e *engine) startInit(opts runtime.CreateOpts, cfg initConfig) (*child, err
 	for i := 0; i < opts.PreserveFDs; i++ {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(3+i), "preserved-fd-"+strconv.Itoa(3+i)))
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, opts.ExtraFiles...)
 	cmd.ExtraFiles = append(cmd.ExtraFiles, cfgR, syncW)
-	cfgFD, syncFD := 3+opts.PreserveFDs, 4+opts.PreserveFDs
+	n := opts.PreserveFDs + len(opts.ExtraFiles)
+	cfgFD, syncFD := 3+n, 4+n
 	cmd.Env = append([]string{initFDsEnv + "=" + strconv.Itoa(cfgFD) + "," + strconv.Itoa(syncFD)}, e.launch.initEnv...)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start init: %w", err)

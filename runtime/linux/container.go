@@ -164,6 +164,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		}
 		p.ExtraFiles = append(p.ExtraFiles, files...)
 	}
+	p.ExtraFiles = append(p.ExtraFiles, o.ExtraFiles...)
 	pio, err := setupIO(p, spec.Process.Terminal, detach, o.ConsoleSocket, o.Stdio)
 	if err != nil {
 		return nil, err
@@ -330,6 +331,9 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	s.io.close()
 	if o.Exit != nil {
 		fillExit(o.Exit, s, ps, status, time.Since(begin))
+	}
+	if o.Exited != nil {
+		o.Exited(werr)
 	}
 	if !o.Keep {
 		if err := r.destroy(id, s.c); err != nil && werr == nil {

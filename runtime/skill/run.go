@@ -86,6 +86,9 @@ var (
 // A policy refusal is a Result with StoppedReason "policy", not an error;
 // bad input is an *InputError; other errors are skillrun failures. The
 // bundle folder and the container are always removed.
+//
+// Run is Prepare, a cold launch with the input on stdin from the start
+// and the wall-clock limit counted from the launch, and the result.
 func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, opts Options) (*Result, error) {
 	var argv []string
 	if opts.Command == nil {
@@ -100,6 +103,26 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = []byte("{}")
 	}
+	sb, refused, err := prepare(ctx, rt, sk, argv, opts, false)
+	if err != nil || refused != nil {
+		return refused, err
+	}
+	defer sb.Close()
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sb.runCtx, sb.cancel = runCtx, cancel
+	stop := sb.startTimeout()
+	defer stop()
+	sb.start, sb.ran = time.Now(), true
+	sb.run(bytes.NewReader(input), nil)
+	return sb.result(ctx, time.Since(sb.start), sb.status, sb.runErr)
+}
+
+// prepare does everything a run needs before its container starts:
+// policy, dependency environment, bundle claim and files, egress server.
+// A policy refusal is returned as a Result (nothing to run). warm wraps
+// the entry point in the input holder (see Launch).
+func prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []string, opts Options, warm bool) (_ *Sandbox, _ *Result, retErr error) {
 	platform := opts.Platform
 	if platform == "" {
 		platform = "linux"
@@ -122,35 +145,51 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 			sopts = append(sopts, spec.WithRlimitWrapper(prlimitPath))
 		}
 	}
-	res := &Result{Skill: sk.Name, ExitCode: -1}
+	s := &Sandbox{rt: rt, sk: sk, warm: warm, done: make(chan struct{})}
+	s.base = Result{Skill: sk.Name, ExitCode: -1}
+	defer func() {
+		if retErr != nil {
+			s.cleanup()
+		}
+	}()
 	if opts.Command == nil && opts.Deps != nil && !sk.Deps.Empty() && platform == "linux" {
 		env, info, release, err := opts.Deps.Acquire(ctx, sk)
 		if err != nil {
-			return nil, fmt.Errorf("skill %q: dependencies: %w", sk.Name, err)
+			return nil, nil, fmt.Errorf("skill %q: dependencies: %w", sk.Name, err)
 		}
-		defer release()
-		res.Environment = info
+		// Held until the sandbox is destroyed (Close).
+		s.releaseDeps = release
+		s.base.Environment = info
 		sopts = append(sopts, spec.WithDeps(env))
 	}
 	policy, err := spec.Resolve(sk, sopts...)
 	if err != nil {
 		var pe *spec.PolicyError
 		if errors.As(err, &pe) {
+			s.cleanup()
+			res := s.base
 			res.StoppedReason, res.Error = StoppedPolicy, pe.Error()
-			return res, nil
+			return nil, &res, nil
 		}
-		return nil, &InputError{Err: err}
+		return nil, nil, &InputError{Err: err}
 	}
+	s.policy = policy
 	if policy.Workspace != "" {
 		if err := checkWorkspace(policy.Workspace, uid, gid); err != nil {
-			return nil, &InputError{Err: err}
+			return nil, nil, &InputError{Err: err}
 		}
 	}
 	for _, w := range policy.Warnings {
-		res.Warnings = append(res.Warnings, w)
+		s.base.Warnings = append(s.base.Warnings, w)
 		if opts.Warn != nil {
 			opts.Warn(w)
 		}
+	}
+	if policy.Network == spec.NetworkAllowlist && platform != "linux" {
+		s.cleanup()
+		res := s.base
+		res.StoppedReason, res.Error = StoppedPolicy, "network: per-host allowlists need Linux network namespaces"
+		return nil, &res, nil
 	}
 
 	tmp := opts.TempDir
@@ -158,142 +197,31 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 		tmp = DefaultTempDir()
 	}
 	collectStale(ctx, rt, tmp)
-	id := opts.ID
-	if id == "" {
-		id = newID(sk.Name)
+	s.id = opts.ID
+	if s.id == "" {
+		s.id = newID(sk.Name)
 	}
-	claim, err := newBundleDir(tmp, sk.Name, id)
-	if err != nil {
-		return nil, err
+	if s.claim, err = newBundleDir(tmp, sk.Name, s.id); err != nil {
+		return nil, nil, err
 	}
-	defer claim.release()
-	dir := claim.dir
-	sp, err := writeBundle(dir, sk, platform, sopts, uid, gid, false)
-	if err != nil {
-		return nil, err
+	s.dir = s.claim.dir
+	if s.sp, err = writeBundle(s.dir, sk, platform, sopts, uid, gid, false); err != nil {
+		return nil, nil, err
 	}
-	var egressSock string
-	var eg *egressRun
-	if policy.Network == spec.NetworkAllowlist {
+	if warm {
 		if platform != "linux" {
-			res.StoppedReason, res.Error = StoppedPolicy, "network: per-host allowlists need Linux network namespaces"
-			return res, nil
+			return nil, nil, fmt.Errorf("skill %q: warm sandboxes need Linux", sk.Name)
 		}
-		if eg, err = startEgress(dir, sp, policy, uid, gid); err != nil {
-			return nil, err
+		p := *s.sp.Process // Prepare puts the input holder in front
+		s.sp.Process = &p
+	}
+	if policy.Network == spec.NetworkAllowlist {
+		if s.eg, err = startEgress(s.dir, s.sp, policy, uid, gid); err != nil {
+			return nil, nil, err
 		}
-		egressSock = eg.handoff.Path()
-		defer func() {
-			if eg != nil {
-				eg.stop()
-			}
-		}()
+		s.egressSock = s.eg.handoff.Path()
 	}
-	// config.json is for people and tools that look at a running skill;
-	// the runtime gets the spec in memory. Encoding it (cold reflection,
-	// ~0.8 ms of CPU) starts once the skill's program runs: alongside the
-	// container's start it took a core from the init on a 2-core machine
-	// (0.9-2.8 ms later exec measured). It is written before the bundle
-	// folder is removed; a container that never started needs none.
-	var cfgErr chan error // made when the writing starts
-	writeConfig := func(int) {
-		cfgErr = make(chan error, 1)
-		go func(done chan<- error) { done <- spec.WriteConfig(dir, sp) }(cfgErr)
-	}
-	waitConfig := func() error {
-		if cfgErr == nil {
-			return nil
-		}
-		err := <-cfgErr
-		cfgErr = nil
-		return err
-	}
-	defer waitConfig() // before the bundle goes, on every return; reported below
-
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, policy.Timeout, errTimeout)
-	defer cancelTimeout()
-	over := func() { cancel(errOutputLimit) }
-	stdout := &capWriter{limit: policy.Output, over: over}
-	stderr := &capWriter{limit: policy.Output, over: over}
-	var info runtime.ExitInfo
-	start := time.Now()
-	status, runErr := rt.Run(runCtx, id, runtime.RunOpts{
-		CreateOpts: runtime.CreateOpts{
-			Bundle: dir,
-			Spec:   sp,
-			Stdio:  runtime.Stdio{Stdin: bytes.NewReader(input), Stdout: stdout, Stderr: stderr},
-
-			EgressSocket: egressSock,
-		},
-		Exit:    &info,
-		Started: writeConfig,
-	})
-	wall := time.Since(start)
-	if eg != nil {
-		res.Network = eg.stop()
-		eg = nil
-	}
-	cause := context.Cause(runCtx)
-	interrupted := false
-	if runErr != nil {
-		// Belt and braces: Run deletes the container, but a failure
-		// half-way may leave state behind.
-		_ = rt.Delete(context.Background(), id, true)
-		switch {
-		case errors.Is(cause, errTimeout), errors.Is(cause, errOutputLimit):
-			// We stopped it; reported below.
-		case ctx.Err() != nil:
-			interrupted = true
-		default:
-			return nil, fmt.Errorf("run skill %q: %w", sk.Name, runErr)
-		}
-	}
-	if err := waitConfig(); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("bundle config.json not written: %v", err))
-	}
-	if info.Status == 0 && status != 0 {
-		info.Status = status
-	}
-	res.ExitCode = info.Status
-	res.Output = parseOutput(stdout.Bytes())
-	res.Stderr = tail(stderr.Bytes())
-	fillUsage(res, &info, wall)
-	fillLimits(res, policy, &info)
-	switch {
-	case interrupted:
-		res.StoppedReason = StoppedSignal
-		res.Error = "interrupted: " + context.Cause(ctx).Error()
-	case errors.Is(cause, errTimeout):
-		res.StoppedReason = StoppedTimeout
-		res.Error = fmt.Sprintf("killed after the %s wall-clock limit", policy.Timeout)
-	case errors.Is(cause, errOutputLimit):
-		res.StoppedReason = StoppedOutputLimit
-		res.Error = fmt.Sprintf("killed: wrote more than the %d-byte output limit", policy.Output)
-	case info.OOMKilled:
-		res.StoppedReason = StoppedMemory
-		res.Error = fmt.Sprintf("killed: out of memory (limit %d bytes)", policy.Memory)
-	case info.Status != 0 && enforcedBy(res, "memory") != "" && enforcedBy(res, "memory") != spec.EnforcedByCgroup && looksLikeMemoryLimit(stderr.Bytes()):
-		res.StoppedReason = StoppedMemory
-		res.Error = fmt.Sprintf("failed to allocate memory: the %d-byte per-process limit (%s) was reached", policy.Memory, enforcedBy(res, "memory"))
-	case info.Status != 0 && enforcedBy(res, "pids") != "" && looksLikePidsLimit(stderr.Bytes()):
-		res.StoppedReason = StoppedPids
-		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
-		if by := enforcedBy(res, "memory"); by != "" && by != spec.EnforcedByCgroup {
-			// EAGAIN from pthread_create is also a thread stack that did
-			// not fit under the per-process address-space limit.
-			res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d or the %d-byte per-process memory limit (%s; each thread reserves a stack) reached", policy.Pids, policy.Memory, by)
-		}
-	case cpuTimeStop(policy, &info):
-		res.StoppedReason = StoppedCPUTime
-		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
-	case info.Signal != 0:
-		res.StoppedReason = StoppedSignal
-		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
-	}
-	res.OK = res.StoppedReason == "" && res.ExitCode == 0
-	return res, nil
+	return s, nil, nil
 }
 
 // Bundle writes the bundle that runs sk with opts (and argv, the

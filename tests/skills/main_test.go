@@ -227,9 +227,18 @@ func (m *mode) skillRun(t *testing.T, wantCode int, dir, input string, flags ...
 	return r, res
 }
 
-// assertClean checks that skillrun left no bundle behind in TMPDIR.
+// assertClean checks that skillrun left no bundle behind in TMPDIR, no
+// container in the state root, and no mount below TMPDIR in the host's
+// mount table (assertNoHostLeftovers also checks cgroups by container ID).
 func (m *mode) assertClean(t *testing.T) {
 	t.Helper()
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, l := range strings.Split(string(mi), "\n") {
+			if strings.Contains(l, m.tmp) {
+				t.Errorf("mount left behind: %s", l)
+			}
+		}
+	}
 	ents, _ := os.ReadDir(m.tmp)
 	for _, e := range ents {
 		if e.Name() != "state" {

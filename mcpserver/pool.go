@@ -1,0 +1,285 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/spec"
+)
+
+// DefaultPoolMaxAge is how long a warm sandbox waits for a call before
+// it is recycled, when Options.PoolMaxAge is 0.
+const DefaultPoolMaxAge = 10 * time.Minute
+
+// pool keeps up to size launched sandboxes of one skill (skill.Sandbox:
+// entry point started, waiting for its input). A call takes one or, when
+// none is ready, runs cold: a flood of calls degrades to cold runs and
+// never waits for the pool. One goroutine refills the pool one sandbox at
+// a time and recycles sandboxes older than maxAge. A sandbox serves one
+// call and is destroyed. close kills every sandbox and waits.
+type pool struct {
+	rt     runtime.Runtime
+	sk     *spec.Skill
+	opts   skill.Options
+	size   int
+	maxAge time.Duration
+	warn   func(string)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wake   chan struct{} // a member was taken: refill
+	done   chan struct{} // the refill loop ended
+
+	mu       sync.Mutex
+	lastTake time.Time
+	when     skill.StartEntry // EntryAtCall once the skill showed it ignores its input
+	ready    []*member
+	closing  sync.WaitGroup // members taken and being destroyed
+	stats    poolStats
+}
+
+// poolStats count what the pool did (tests, logs).
+type poolStats struct {
+	Launched, Warm, Cold, Recycled, Failed int
+}
+
+type member struct {
+	sb     *skill.Sandbox
+	born   time.Time
+	cancel context.CancelFunc
+}
+
+// destroy kills the member's container (if it still runs) and releases
+// its bundle, egress server and dependency environment.
+func (m *member) destroy() {
+	m.cancel()
+	m.sb.Close()
+}
+
+// newPool starts the refill loop of a pool for sk.
+func newPool(rt runtime.Runtime, sk *spec.Skill, opts skill.Options, size int, maxAge time.Duration, warn func(string)) *pool {
+	if maxAge <= 0 {
+		maxAge = DefaultPoolMaxAge
+	}
+	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn,
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	go p.refill()
+	return p
+}
+
+// poolable reports whether sk's sandboxes can start before their input.
+func poolable(sk *spec.Skill) bool { return sk.Input.Mode != spec.InputArgv }
+
+// take returns a ready sandbox, or nil when none is (run cold); the
+// caller hands it back to release once its call is over.
+func (p *pool) take() *member {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx.Err() != nil {
+		p.stats.Cold++
+		return nil
+	}
+	for len(p.ready) > 0 {
+		m := p.ready[0]
+		p.ready = p.ready[1:]
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+		if time.Since(m.born) > p.maxAge {
+			p.stats.Recycled++
+			p.destroyLater(m)
+			continue
+		}
+		p.checkEntry(m)
+		p.lastTake = time.Now()
+		p.stats.Warm++
+		p.closing.Add(1) // released by release
+		return m
+	}
+	p.stats.Cold++
+	return nil
+}
+
+// takeIfAny is take on a pool that may be nil (no pool: nil).
+func (p *pool) takeIfAny() *member {
+	if p == nil {
+		return nil
+	}
+	return p.take()
+}
+
+// checkEntry switches the pool to EntryAtCall when m's entry point ended
+// before its call: the skill does not wait for its input, so starting it
+// ahead runs it before any call (p.mu held).
+func (p *pool) checkEntry(m *member) {
+	if p.when == skill.EntryAtLaunch && m.sb.EntryEnded() {
+		p.when = skill.EntryAtCall
+		if p.warn != nil {
+			p.warn(fmt.Sprintf("skill %q does not wait for its input: its warm sandboxes start it when the call comes from now on", p.sk.Name))
+		}
+	}
+}
+
+// release destroys a member taken by take once its call is over.
+func (p *pool) release(m *member) {
+	m.destroy()
+	p.closing.Done()
+}
+
+// destroyLater destroys m on its own goroutine (p.mu held).
+func (p *pool) destroyLater(m *member) {
+	p.closing.Add(1)
+	go func() {
+		defer p.closing.Done()
+		m.destroy()
+	}()
+}
+
+// refill keeps the pool full until close, one launch at a time.
+func (p *pool) refill() {
+	defer close(p.done)
+	backoff := time.Duration(0)
+	tick := time.NewTicker(p.maxAge / 4)
+	defer tick.Stop()
+	for {
+		p.mu.Lock()
+		// Recycle the members that waited too long.
+		keep := p.ready[:0]
+		for _, m := range p.ready {
+			p.checkEntry(m)
+			if time.Since(m.born) > p.maxAge {
+				p.stats.Recycled++
+				p.destroyLater(m)
+				continue
+			}
+			keep = append(keep, m)
+		}
+		p.ready = keep
+		need := len(p.ready) < p.size
+		// While calls keep taking sandboxes and some are left, a launch
+		// (tens of ms of CPU) would compete with them: refill once the
+		// calls pause, or when the pool is empty.
+		var quiet time.Duration
+		if need && len(p.ready) > 0 {
+			quiet = refillQuiet - time.Since(p.lastTake)
+		}
+		p.mu.Unlock()
+		if quiet > 0 {
+			select {
+			case <-p.ctx.Done():
+				return
+			case <-time.After(quiet):
+			}
+			continue
+		}
+		if need && backoff == 0 {
+			if err := p.launch(); err != nil {
+				if p.ctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, errRefused) {
+					// Every call is refused (cold, nothing runs): the
+					// grants are fixed, so no sandbox will ever launch.
+					return
+				}
+				backoff = time.Second
+				if p.warn != nil {
+					p.warn(fmt.Sprintf("skill %q: warm sandbox: %v (calls run cold; retrying)", p.sk.Name, err))
+				}
+			}
+			continue
+		}
+		var retry <-chan time.Time
+		if backoff > 0 {
+			retry = time.After(backoff)
+		}
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		case <-tick.C:
+		case <-retry:
+			backoff = 0
+		}
+	}
+}
+
+// refillQuiet is how long after the last call took a sandbox the pool
+// waits before it refills (unless it is empty).
+const refillQuiet = 20 * time.Millisecond
+
+// errRefused: the operator's grants do not cover the skill; every call
+// is refused by the cold path, there is nothing to keep warm.
+var errRefused = errors.New("policy refusal")
+
+// launch prepares and launches one sandbox and adds it to the pool. A
+// member's container lives on its own context: closing the pool kills
+// the launching and the ready ones, not those serving a call (the call's
+// context does).
+func (p *pool) launch() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
+	p.mu.Lock()
+	when := p.when
+	p.mu.Unlock()
+	sb, refused, err := skill.Prepare(ctx, p.rt, p.sk, p.opts, when)
+	if err == nil && refused != nil {
+		err = fmt.Errorf("%w: %s", errRefused, refused.Error)
+	}
+	if err == nil {
+		if err = sb.Launch(ctx); err != nil {
+			sb.Close()
+		}
+	}
+	if err != nil {
+		cancel()
+		p.mu.Lock()
+		p.stats.Failed++
+		p.mu.Unlock()
+		return err
+	}
+	m := &member{sb: sb, born: time.Now(), cancel: cancel}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Launched++
+	if p.ctx.Err() != nil {
+		p.destroyLater(m)
+		return p.ctx.Err()
+	}
+	p.ready = append(p.ready, m)
+	return nil
+}
+
+// close stops the refill loop and destroys the sandboxes that wait for
+// a call (and the one launching) before it returns. Those serving a call
+// end with it (wait waits for them).
+func (p *pool) close() {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	ready := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	for _, m := range ready {
+		m.destroy()
+	}
+}
+
+// wait waits until every sandbox taken from the pool or being recycled
+// is destroyed.
+func (p *pool) wait() { p.closing.Wait() }
+
+// snapshot returns the pool's counters and how many sandboxes are ready.
+func (p *pool) snapshot() (poolStats, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats, len(p.ready)
+}

@@ -1,0 +1,146 @@
+//go:build linux
+
+package skill
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// holder runs the input holder with the entry point sh -c script, as
+// Launch wires it (fd 3: a copy of stdin's write end, 4: ready, 5:
+// control), in a new pid namespace of its own like a sandbox's (its
+// "kill -KILL -1" must not reach anything else). It returns once the
+// holder said it is ready.
+type holderRun struct {
+	cmd    *exec.Cmd
+	stdinW *os.File
+	ctlW   *os.File
+	out    bytes.Buffer
+	dir    string
+}
+
+func startHolder(t *testing.T, mode, script string) *holderRun {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root (a pid namespace for the holder)")
+	}
+	h := &holderRun{dir: t.TempDir()}
+	stdinR, stdinW, _ := os.Pipe()
+	readyR, readyW, _ := os.Pipe()
+	ctlR, ctlW, _ := os.Pipe()
+	h.stdinW, h.ctlW = stdinW, ctlW
+	h.cmd = exec.Command(holderShell, "-c", holderScript, "skillrun-input-holder", mode, "/bin/sh", "-c", script)
+	h.cmd.Env = []string{"PATH=/usr/bin:/bin", "DIR=" + h.dir}
+	h.cmd.Stdin = stdinR
+	h.cmd.Stdout = &h.out
+	h.cmd.ExtraFiles = []*os.File{stdinW, readyW, ctlR}
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.cmd.Process.Kill(); _ = h.cmd.Wait() })
+	stdinR.Close()
+	readyW.Close()
+	ctlR.Close()
+	var b [1]byte
+	if n, _ := readyR.Read(b[:]); n != 1 || b[0] != 'r' {
+		t.Fatal("the holder never said it was ready")
+	}
+	readyR.Close()
+	return h
+}
+
+func (h *holderRun) exists(name string) bool {
+	_, err := os.Stat(filepath.Join(h.dir, name))
+	return err == nil
+}
+
+func (h *holderRun) wait(t *testing.T) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder did not exit")
+	}
+	return h.cmd.ProcessState.ExitCode()
+}
+
+// The entry point sees the end of its input only when the launcher says
+// the input is complete ("e"), although the launcher closed its end.
+func TestHolderEndsInputOnlyWhenTold(t *testing.T) {
+	h := startHolder(t, "launch", `x=$(cat); echo "got:$x"; echo ran > "$DIR/ran"`)
+	h.stdinW.Write([]byte(`{"a":1}`))
+	h.stdinW.Close()
+	time.Sleep(300 * time.Millisecond)
+	if h.exists("ran") {
+		t.Fatal("the entry point saw the end of its input before the launcher said so")
+	}
+	h.ctlW.Write([]byte("e\n"))
+	h.ctlW.Close()
+	if code := h.wait(t); code != 0 || h.out.String() != "got:{\"a\":1}\n" {
+		t.Errorf("exit %d, output %q", code, h.out.String())
+	}
+}
+
+// A launcher that dies (its pipe ends without "e") never lets the entry
+// point run on an empty input: the holder kills it first, exits 125.
+func TestHolderLauncherDeathKillsEntry(t *testing.T) {
+	for _, partial := range []string{"", `{"a":`} {
+		h := startHolder(t, "launch", `x=$(cat); echo ran > "$DIR/ran"`)
+		h.stdinW.Write([]byte(partial))
+		h.stdinW.Close() // as the kernel does for a dead process: both ends at once
+		h.ctlW.Close()
+		if code := h.wait(t); code != 125 {
+			t.Errorf("input %q: holder exit %d, want 125", partial, code)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if h.exists("ran") {
+			t.Errorf("input %q: the entry point ran after its launcher died", partial)
+		}
+	}
+}
+
+// EntryAtCall: nothing of the skill runs before "g".
+func TestHolderCallModeStartsAtCall(t *testing.T) {
+	h := startHolder(t, "call", `echo > "$DIR/started"; x=$(cat); echo "got:$x"`)
+	time.Sleep(300 * time.Millisecond)
+	if h.exists("started") {
+		t.Fatal("the entry point started before the call")
+	}
+	h.ctlW.Write([]byte("g\n"))
+	h.stdinW.Write([]byte("in"))
+	h.stdinW.Close()
+	h.ctlW.Write([]byte("e\n"))
+	h.ctlW.Close()
+	if code := h.wait(t); code != 0 || h.out.String() != "got:in\n" || !h.exists("started") {
+		t.Errorf("exit %d, output %q", code, h.out.String())
+	}
+	// And a launcher gone before "g": the entry point never starts.
+	h = startHolder(t, "call", `echo > "$DIR/started"`)
+	h.ctlW.Close()
+	h.stdinW.Close()
+	if code := h.wait(t); code != 125 || h.exists("started") {
+		t.Errorf("launcher gone before the call: exit %d, started %v", code, h.exists("started"))
+	}
+}
+
+// The holder exits with the entry point's status, 128+N for signal N.
+func TestHolderStatus(t *testing.T) {
+	for script, want := range map[string]int{`cat >/dev/null; exit 7`: 7, `cat >/dev/null; kill -SEGV $$`: 139} {
+		h := startHolder(t, "launch", script)
+		h.stdinW.Close()
+		h.ctlW.Write([]byte("e\n"))
+		h.ctlW.Close()
+		if code := h.wait(t); code != want {
+			t.Errorf("%s: exit %d, want %d", script, code, want)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+//go:build integration
+
+package skills_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// inspector returns the command line that runs the MCP Inspector's CLI
+// (@modelcontextprotocol/inspector, installed from the npm registry by
+// hack/install-deps.sh test at the versions tests/mcp-inspector's lock
+// file pins, with the Node.js it needs). Without a node on this machine
+// the test skips, unless CI is set; with node but no installed
+// inspector it fails: run hack/install-deps.sh test.
+func inspector(t *testing.T) []string {
+	t.Helper()
+	dir := filepath.Join(repo, "tests", "mcp-inspector", "node_modules")
+	node := filepath.Join(dir, ".bin", "node")
+	cli := filepath.Join(dir, "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	if _, err := exec.LookPath("node"); err != nil && os.Getenv("CI") == "" {
+		t.Skip("skipped: no node on this machine (and CI is unset)")
+	}
+	for _, f := range []string{node, cli} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("the MCP Inspector is not installed (%v): run hack/install-deps.sh test", err)
+		}
+	}
+	return []string{node, cli, "--cli"}
+}
+
+// runInspector runs the inspector's CLI against `skillrun mcp serve
+// --skills examples/skills` started as the mode's user, with args (the
+// method and its options), and decodes its JSON output.
+func runInspector(t *testing.T, m *mode, args ...string) map[string]any {
+	t.Helper()
+	server := m.command("--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", filepath.Join(repo, "examples", "skills"))
+	// The inspector's options first: the server's command line (runuser
+	// ... -- env ... as the rootless user) follows "--".
+	cmdline := append(inspector(t), args...)
+	cmdline = append(cmdline, "-e", "TMPDIR="+m.tmp, "--")
+	cmdline = append(cmdline, server.Args...)
+	cmd := exec.Command(cmdline[0], cmdline[1:]...)
+	cmd.Env = append(os.Environ(), "MCP_CATALOG_PATH="+filepath.Join(t.TempDir(), "catalog.json"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	timer := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	out, err := cmd.Output()
+	timer.Stop()
+	if err != nil {
+		t.Fatalf("inspector %v: %v\nstdout: %.2000s\nstderr: %s", args, err, out, stderr.String())
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("inspector %v: output is not JSON: %v\n%.2000s", args, err, out)
+	}
+	return v
+}
+
+// TestMCPInspector drives `skillrun mcp serve` with a real third-party
+// client, the MCP Inspector's CLI (TypeScript SDK): tools/list lists every
+// example skill, tools/call runs the calculator in a sandbox, skills/list
+// and skills/get (the Skills over MCP extension) and resources/read of a
+// skill file with its digest; the server leaves nothing behind.
+func TestMCPInspector(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		list := runInspector(t, m, "--method", "tools/list")
+		var names []string
+		tools, _ := list["tools"].([]any)
+		for _, x := range tools {
+			names = append(names, x.(map[string]any)["name"].(string))
+		}
+		sort.Strings(names)
+		if strings.Join(names, ",") != "calculator,csv-summary,fetch-url,json-transform,save-note,text-stats" {
+			t.Errorf("tools/list: %v", names)
+		}
+		m.assertClean(t)
+
+		call := runInspector(t, m, "--method", "tools/call", "--tool-name", "calculator", "--tool-arg", "expression=6*7")
+		sc, _ := call["structuredContent"].(map[string]any)
+		out, _ := sc["output"].(map[string]any)
+		if call["isError"] == true || sc["ok"] != true || out["result"] != float64(42) {
+			t.Errorf("tools/call calculator 6*7: %v", call)
+		}
+		if lim, _ := sc["limits"].(map[string]any); lim == nil || lim["network"] != "none" {
+			t.Errorf("tools/call: no sandbox limits in the envelope: %v", sc)
+		}
+		m.assertClean(t)
+
+		sl := runInspector(t, m, "--method", "skills/list")
+		skills, _ := sl["skills"].([]any)
+		if len(skills) != 6 {
+			t.Fatalf("skills/list: %v", sl)
+		}
+		get := runInspector(t, m, "--method", "skills/get", "--uri", "skill://calculator/SKILL.md")
+		sk, _ := get["skill"].(map[string]any)
+		res, _ := sk["resources"].([]any)
+		if sk["uri"] != "skill://calculator/SKILL.md" || len(res) == 0 {
+			t.Fatalf("skills/get: %v", get)
+		}
+		first := res[0].(map[string]any)
+		read := runInspector(t, m, "--method", "resources/read", "--uri", first["uri"].(string))
+		contents, _ := read["contents"].([]any)
+		if len(contents) != 1 {
+			t.Fatalf("resources/read: %v", read)
+		}
+		text, _ := contents[0].(map[string]any)["text"].(string)
+		sum := sha256.Sum256([]byte(text))
+		disk, _ := os.ReadFile(filepath.Join(repo, "examples", "skills", "calculator", "SKILL.md"))
+		if "sha256:"+hex.EncodeToString(sum[:]) != first["digest"] || text != string(disk) {
+			t.Errorf("resources/read %s: digest %v, read %d bytes, file %d bytes", first["uri"], first["digest"], len(text), len(disk))
+		}
+		m.assertClean(t)
+	})
+}
