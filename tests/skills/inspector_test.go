@@ -79,7 +79,7 @@ func TestMCPInspector(t *testing.T) {
 			names = append(names, x.(map[string]any)["name"].(string))
 		}
 		sort.Strings(names)
-		if strings.Join(names, ",") != "calculator,csv-summary,fetch-url,json-transform,save-note,text-stats" {
+		if strings.Join(names, ",") != strings.Join(examples, ",") {
 			t.Errorf("tools/list: %v", names)
 		}
 		m.assertClean(t)
@@ -97,7 +97,7 @@ func TestMCPInspector(t *testing.T) {
 
 		sl := runInspector(t, m, "--method", "skills/list")
 		skills, _ := sl["skills"].([]any)
-		if len(skills) != 6 {
+		if len(skills) != len(examples) {
 			t.Fatalf("skills/list: %v", sl)
 		}
 		get := runInspector(t, m, "--method", "skills/get", "--uri", "skill://calculator/SKILL.md")
