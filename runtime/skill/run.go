@@ -179,7 +179,7 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, input []byte, 
 			res.StoppedReason, res.Error = StoppedPolicy, "network: per-host allowlists need Linux network namespaces"
 			return res, nil
 		}
-		if eg, err = startEgress(dir, sp, policy, uid, gid); err != nil {
+		if eg, err = startEgress(dir, sp, policy); err != nil {
 			return nil, err
 		}
 		egressSock = eg.handoff.Path()
