@@ -63,9 +63,10 @@ type CreateOpts struct {
 	// Stdio is the container's standard I/O (when no terminal is used).
 	Stdio Stdio
 	// EgressSocket, when set, is the unix socket of an egress server
-	// (package egress): the Linux back end runs its hook inside the new
-	// container's network namespace, which binds the sandbox's DNS,
-	// proxy and capture sockets there and hands them over this socket.
+	// (package egress): the Linux back end connects to it and passes the
+	// connection to the new container's init, which binds the sandbox's
+	// DNS, proxy and capture sockets in its network namespace and hands
+	// them over it.
 	// A spec with the AnnotationNetworkAllow annotation is refused
 	// without one (fail closed); back ends without network namespaces
 	// refuse it.
