@@ -2,21 +2,23 @@ package egress
 
 import (
 	"net/netip"
+
+	"github.com/skillrun/skillrun/egress/nsinit"
 )
 
 // SyntheticPrefix is the range the sandbox's DNS answers from, assigned
 // to its lo. It is the benchmarking range (RFC 2544), never routed on the
 // internet.
-var SyntheticPrefix = netip.MustParsePrefix("198.18.0.0/15")
+var SyntheticPrefix = nsinit.SyntheticPrefix
 
-// syntheticLo is the address the hook assigns to lo (with the prefix, the
-// whole range is local to the sandbox); the DNS never hands it out.
-var syntheticLo = netip.MustParseAddr("198.18.0.1")
+// syntheticLo is the address lo gets (with the prefix, the whole range is
+// local to the sandbox); the DNS never hands it out.
+var syntheticLo = nsinit.SyntheticLo
 
 // Loopback addresses of the sandbox's DNS and proxy.
 const (
-	DNSPort   = 53
-	ProxyPort = 3128
+	DNSPort   = nsinit.DNSPort
+	ProxyPort = nsinit.ProxyPort
 )
 
 // notPublic are the ranges a name may not resolve to unless the operator

@@ -1,8 +1,8 @@
 // Package egress is skillrun's per-skill network allowlist: a sandbox keeps
 // an empty network namespace (loopback only) and reaches exactly the
-// host:port pairs its policy allows, through sockets that a hook of this
-// binary binds inside the sandbox's namespace and hands to the host side,
-// which serves them:
+// host:port pairs its policy allows, through sockets that the container's
+// init binds inside the sandbox's namespaces (package nsinit, before
+// libcontainer's init runs) and hands to the host side, which serves them:
 //
 //   - DNS on 127.0.0.1:53 (UDP and TCP) answers allowed names with
 //     synthetic addresses from 198.18.0.0/15 (assigned to the sandbox's
@@ -23,6 +23,7 @@
 // stops, the sandbox has no network at all (fail closed).
 //
 // The API is small: ParseRule and Rule.Match (the pattern rules), Listen
-// and Handoff.Accept (receive the sockets from the hook), Serve (serve
+// and Handoff.Accept (receive the sockets from the sandbox), DialHandoff
+// (the runtime's connection the container's init uses), Serve (serve
 // them until the context ends) and the Report of what was refused.
 package egress

@@ -3,51 +3,35 @@
 package egress
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
-	"github.com/vishvananda/netlink"
+	"github.com/skillrun/skillrun/egress/nsinit"
 	"golang.org/x/sys/unix"
 )
 
-// HookArg is the first argument of `BINARY HookArg SOCKET`, the hook the
-// Linux back end runs as a createContainer hook (inside the container's
-// namespaces, before its pivot_root and before any of its code runs)
-// when a container is created with an egress socket.
-const HookArg = "__skillrun-egress-hook"
-
 // handoffTimeout bounds each side's wait for the other.
-const handoffTimeout = 10 * time.Second
+const handoffTimeout = nsinit.Timeout
 
-// request is what the host side asks the hook for.
-type request struct {
-	Ports []int `json:"ports"`
-}
-
-// reply describes the descriptors the hook sends, in order: the DNS's UDP
-// socket, one TCP listener per port of TCP, then a pidfd of the init.
-type reply struct {
-	TCP   []int `json:"tcp"`
-	Pidfd bool  `json:"pidfd"`
-}
-
-// Handoff is the host end of the unix socket the hook hands the
-// sandbox's sockets over.
+// Handoff is the egress server's end of the unix socket the sandbox's
+// sockets are handed over: the runtime connects to it and passes the
+// connection to the container's init, which binds them inside the
+// container's namespaces and sends them (package nsinit).
 type Handoff struct {
 	l    *net.UnixListener
 	path string
 }
 
-// Listen makes the unix socket at path (which must not exist) for one
-// hook to connect to. uid and gid, when not -1, own it: the hook runs as
-// the container's root, which is that host user.
+// Listen makes the unix socket at path (which must not exist, and whose
+// name must be nsinit.SocketName) for one runtime to connect to. uid and
+// gid, when not -1, own it.
 func Listen(path string, uid, gid int) (*Handoff, error) {
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -64,14 +48,15 @@ func Listen(path string, uid, gid int) (*Handoff, error) {
 	return &Handoff{l: l, path: path}, nil
 }
 
-// Path is the socket's path (the hook's argument).
+// Path is the socket's path (for DialHandoff).
 func (h *Handoff) Path() string { return h.path }
 
 // Close removes the socket.
 func (h *Handoff) Close() error { return h.l.Close() }
 
-// Accept waits for the hook (until ctx ends), asks it for listeners on
-// ports (plus DNS and the proxy) and returns what it sent. The socket is
+// Accept waits for the runtime's connection (until ctx ends), asks the
+// container's init on it for listeners on ports (plus DNS and the proxy)
+// and returns what it sent. The socket is
 // closed and removed either way.
 func (h *Handoff) Accept(ctx context.Context, ports []int) (*Sockets, error) {
 	stop := context.AfterFunc(ctx, func() { h.l.Close() })
@@ -80,21 +65,21 @@ func (h *Handoff) Accept(ctx context.Context, ports []int) (*Sockets, error) {
 	c, err := h.l.AcceptUnix()
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("egress: no hook connected: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("egress: no sandbox connected: %w", context.Cause(ctx))
 		}
 		return nil, fmt.Errorf("egress: %w", err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(handoffTimeout))
-	req, _ := json.Marshal(request{Ports: ports})
+	req, _ := json.Marshal(nsinit.Request{Ports: ports})
 	if _, err := c.Write(append(req, '\n')); err != nil {
-		return nil, fmt.Errorf("egress: hook: %w", err)
+		return nil, fmt.Errorf("egress: sandbox: %w", err)
 	}
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(4*(len(ports)+8)))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return nil, fmt.Errorf("egress: hook: %w", err)
+		return nil, fmt.Errorf("egress: sandbox: %w", err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -110,12 +95,12 @@ func (h *Handoff) Accept(ctx context.Context, ports []int) (*Sockets, error) {
 	}
 	if _, err := c.Write([]byte("ok\n")); err != nil {
 		socks.Close()
-		return nil, fmt.Errorf("egress: hook: %w", err)
+		return nil, fmt.Errorf("egress: sandbox: %w", err)
 	}
 	return socks, nil
 }
 
-// sockets checks the hook's reply and descriptors and wraps them. Every
+// sockets checks the init's reply and descriptors and wraps them. Every
 // descriptor is closed on error.
 func sockets(msg []byte, fds []int, ports []int) (_ *Sockets, err error) {
 	files := make([]*os.File, len(fds))
@@ -127,16 +112,19 @@ func sockets(msg []byte, fds []int, ports []int) (_ *Sockets, err error) {
 			f.Close() // net.File* dup them
 		}
 	}()
-	var r reply
+	var r nsinit.Reply
 	if err := json.Unmarshal(msg, &r); err != nil {
-		return nil, fmt.Errorf("egress: hook reply: %w", err)
+		return nil, fmt.Errorf("egress: sandbox reply: %w", err)
+	}
+	if r.Error != "" {
+		return nil, fmt.Errorf("egress: sandbox: %s", r.Error)
 	}
 	want := 1 + len(r.TCP)
 	if r.Pidfd {
 		want++
 	}
-	if len(fds) != want || !sameSet(r.TCP, wantPorts(ports)) {
-		return nil, fmt.Errorf("egress: hook sent %d descriptors for ports %v, want %d for %v", len(fds), r.TCP, want, wantPorts(ports))
+	if len(fds) != want || !sameSet(r.TCP, nsinit.WantPorts(ports)) {
+		return nil, fmt.Errorf("egress: sandbox sent %d descriptors for ports %v, want %d for %v", len(fds), r.TCP, want, nsinit.WantPorts(ports))
 	}
 	s := &Sockets{TCP: map[int]*net.TCPListener{}}
 	defer func() {
@@ -171,20 +159,6 @@ func sockets(msg []byte, fds []int, ports []int) (_ *Sockets, err error) {
 	return s, nil
 }
 
-// wantPorts is ports plus the DNS's and the proxy's, sorted, distinct.
-func wantPorts(ports []int) []int {
-	seen := map[int]bool{DNSPort: true, ProxyPort: true}
-	out := []int{DNSPort, ProxyPort}
-	for _, p := range ports {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	sort.Ints(out)
-	return out
-}
-
 func sameSet(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
@@ -199,99 +173,26 @@ func sameSet(a, b []int) bool {
 	return true
 }
 
-// HookMain is the hook's body (args: SOCKET). Run inside the container's
-// network namespace as its root, it gives lo the synthetic range, binds
-// the DNS socket (127.0.0.1:53 UDP) and a TCP listener on 0.0.0.0 per
-// port the host side asks for, and sends them with a pidfd of the
-// container's init over SOCKET. Its own copies close when it exits: from
-// then on the host side holds the only ones.
-func HookMain(args []string) error {
-	if len(args) != 1 {
-		return errors.New("egress hook: usage: SOCKET")
+// DialHandoff connects to the handoff socket at path and returns the
+// connection as a blocking descriptor, for the runtime to pass to the
+// container's init (the last of its extra files; see nsinit.FromInit).
+func DialHandoff(path string) (*os.File, error) {
+	if filepath.Base(path) != nsinit.SocketName {
+		return nil, fmt.Errorf("egress: handoff socket %q: want a socket named %s", path, nsinit.SocketName)
 	}
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: args[0], Net: "unix"})
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("egress hook: %w", err)
+		return nil, fmt.Errorf("egress: %w", err)
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(handoffTimeout))
-	br := bufio.NewReader(c)
-	line, err := br.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("egress hook: read request: %w", err)
-	}
-	var req request
-	if err := json.Unmarshal(line, &req); err != nil {
-		return fmt.Errorf("egress hook: request: %w", err)
-	}
-	if err := setupLo(); err != nil {
-		return fmt.Errorf("egress hook: lo: %w", err)
-	}
-	ports := wantPorts(req.Ports)
-	var fds []int
-	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
+	for {
+		err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+		if err != unix.EINTR {
+			break
 		}
-	}()
-	udp, err := bindSocket(unix.SOCK_DGRAM, [4]byte{127, 0, 0, 1}, DNSPort)
+	}
 	if err != nil {
-		return fmt.Errorf("egress hook: DNS socket: %w", err)
-	}
-	fds = append(fds, udp)
-	for _, p := range ports {
-		fd, err := bindSocket(unix.SOCK_STREAM, [4]byte{}, p)
-		if err != nil {
-			return fmt.Errorf("egress hook: listen on port %d: %w", p, err)
-		}
-		fds = append(fds, fd)
-	}
-	r := reply{TCP: ports}
-	// The hook's parent is the container's init (PID 1 of its namespace).
-	if pidfd, err := unix.PidfdOpen(os.Getppid(), 0); err == nil {
-		fds = append(fds, pidfd)
-		r.Pidfd = true
-	}
-	msg, _ := json.Marshal(r)
-	if _, _, err := c.WriteMsgUnix(msg, unix.UnixRights(fds...), nil); err != nil {
-		return fmt.Errorf("egress hook: send sockets: %w", err)
-	}
-	if ack, err := br.ReadString('\n'); err != nil || ack != "ok\n" {
-		return fmt.Errorf("egress hook: the host side did not take the sockets: %v", err)
-	}
-	return nil
-}
-
-// setupLo brings lo up and assigns it the synthetic range.
-func setupLo() error {
-	lo, err := netlink.LinkByName("lo")
-	if err != nil {
-		return err
-	}
-	if err := netlink.LinkSetUp(lo); err != nil {
-		return err
-	}
-	ip := syntheticLo.As4()
-	bits := SyntheticPrefix.Bits()
-	return netlink.AddrAdd(lo, &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(ip[:]), Mask: net.CIDRMask(bits, 32)}})
-}
-
-// bindSocket makes an IPv4 socket bound to ip:port (listening, for TCP).
-// No SO_REUSEPORT: nothing in the sandbox can bind the same port.
-func bindSocket(typ int, ip [4]byte, port int) (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: ip}); err != nil {
 		unix.Close(fd)
-		return -1, err
+		return nil, fmt.Errorf("egress: connect to %s: %w", path, err)
 	}
-	if typ == unix.SOCK_STREAM {
-		if err := unix.Listen(fd, 4096); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
-	}
-	return fd, nil
+	return os.NewFile(uintptr(fd), "egress-handoff"), nil
 }

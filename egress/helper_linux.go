@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/egress/nsinit"
 )
 
 // HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE`, the
@@ -21,17 +23,18 @@ import (
 // spec asks for an allowlist through annotations (plain OCI bundles, as
 // containerd or podman create them) when no caller serves it: it inherits
 // the handoff listener as descriptor 3, receives the sandbox's sockets from
-// the hook and serves them until the container's init exits.
+// the container's init and serves them until that init exits.
 const HelperArg = "__skillrun-egress-helper"
 
-// helperAcceptTimeout bounds the wait for the hook: the container's
-// create must reach its createContainer hooks by then.
+// helperAcceptTimeout bounds the wait for the runtime's connection and the
+// container's init: the container's create must have started its init by
+// then.
 const helperAcceptTimeout = 2 * time.Minute
 
 // HelperMain is the helper's whole life. It returns when the container's
 // init has exited (or, without a pidfd of it, on SIGTERM), or on error;
 // the caller exits. The listener's folder (a private temporary folder made
-// for it) is removed once the hook has connected or the wait ends.
+// for it) is removed once the runtime has connected or the wait ends.
 func HelperMain(args []string) error {
 	if len(args) != 2 {
 		return errors.New("egress helper: want ALLOW RESOLVE")
@@ -88,7 +91,7 @@ func HelperMain(args []string) error {
 
 // ListenPrivate makes the handoff socket in a new private folder (short
 // path, 0700) that uid and gid (when not -1: the host IDs of the
-// container's root, which runs the hook) own, and returns the listener's
+// container's root) own, and returns the listener's
 // file for a helper to inherit, and a function that removes both.
 func ListenPrivate(uid, gid int) (path string, file *os.File, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "skillrun-egress-")
@@ -102,7 +105,7 @@ func ListenPrivate(uid, gid int) (path string, file *os.File, cleanup func(), er
 			return "", nil, nil, fmt.Errorf("egress: %w", err)
 		}
 	}
-	h, err := Listen(filepath.Join(dir, "s"), uid, gid)
+	h, err := Listen(filepath.Join(dir, nsinit.SocketName), uid, gid)
 	if err != nil {
 		cleanup()
 		return "", nil, nil, err

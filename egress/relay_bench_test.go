@@ -81,3 +81,25 @@ func benchRelay(b *testing.B, path string) {
 
 func BenchmarkRelay64MiB(b *testing.B) { b.SetBytes(64 << 20); benchRelay(b, "/big") }
 func BenchmarkRelaySmall(b *testing.B) { benchRelay(b, "/small") }
+
+// BenchmarkDirectSmall is BenchmarkRelaySmall's request straight to the
+// origin: the floor the relay's per-connection cost is read against.
+func BenchmarkDirectSmall(b *testing.B) {
+	port := benchOrigin(b)
+	req := fmt.Sprintf("GET /small HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", port)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := net.Dial("tcp4", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		c.Close()
+	}
+}

@@ -12,6 +12,7 @@ lcfloor=${LCFLOOR:-$repo/bin/lcfloor}
 out=${BENCH_OUT:-$repo/tmp/bench}
 write_docs=1
 only_mcp=0
+only_egress=0
 quick=${BENCH_QUICK:-0}
 runs=${BENCH_RUNS:-}
 
@@ -49,6 +50,8 @@ Options:
   --out DIR         raw results (default: \$BENCH_OUT or $out)
   --no-docs         do not rewrite docs/benchmarks.md and docs/benchmarks.png
   --only-mcp        only the MCP table (hack/mcpbench), printed; the docs are not rewritten
+  --only-egress     only the network allowlist table and its three targets, printed; the docs are
+                    not rewritten
   -h, --help        this text
 Environment: SKILLRUN (default bin/skillrun), LCFLOOR (default bin/lcfloor), BENCH_QUICK, BENCH_RUNS,
 BENCH_OUT.
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--out) out=$2; shift 2 ;;
 	--no-docs) write_docs=0; shift ;;
 	--only-mcp) only_mcp=1; shift ;;
+	--only-egress) only_egress=1 write_docs=0; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "bench: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -215,6 +219,7 @@ script() {
 }
 
 # --- 1. cold run ---------------------------------------------------------------------------------
+if [ "$only_egress" != 1 ]; then
 hf cold floor -- /bin/true
 for r in "${peers[@]}"; do
 	hf cold "$r" -- "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "cold-$r"
@@ -241,6 +246,7 @@ measure start
 for r in "${peers[@]}"; do
 	"${rt_path[$r]}" --root "$work/state/$r" delete --force "cs-$r" >/dev/null 2>&1 || true
 done
+fi # only_egress
 
 # --- 3. hello-world Python skill ------------------------------------------------------------------
 skill=$work/skills/hello
@@ -261,6 +267,13 @@ import sys
 sys.stdin.read()
 print(json.dumps({"hello": "world"}, separators=(",", ":")))
 EOF
+skill_ok=0 bundle_ok=0
+if [ "$only_egress" = 1 ]; then
+	# The egress table needs a skill run that works, nothing else of this section.
+	if [ -n "${rt_path[skillrun]:-}" ] && "$skillrun" --root "$work/state/skillrun" skill run "$skill" </dev/null >/dev/null 2>&1; then
+		skill_ok=1
+	fi
+else
 # --- MCP server (hack/mcpbench: the SDK's client over stdio) ---------------------------------------
 mcp_md=$out/mcp.md
 (cd "$repo" && go build -o "$work/bin/mcpbench" ./hack/mcpbench) || die "build hack/mcpbench"
@@ -275,7 +288,6 @@ hf skill bwrap -- bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts
 	--ro-bind /usr /usr --ro-bind /lib /lib --ro-bind /lib64 /lib64 --ro-bind /bin /bin \
 	--ro-bind "$skill" /skill --tmpfs /tmp --proc /proc --dev /dev --die-with-parent --clearenv \
 	--setenv PATH /usr/bin:/bin --chdir /skill /usr/bin/python3 /skill/scripts/main.py
-skill_ok=0 bundle_ok=0
 if [ -n "${rt_path[skillrun]:-}" ]; then
 	if err=$("$skillrun" --root "$work/state/skillrun" skill run "$skill" </dev/null 2>&1); then
 		skill_ok=1
@@ -314,6 +326,7 @@ if [ "$bundle_ok" = 1 ]; then
 	fi
 fi
 measure skill
+fi # only_egress
 
 # --- 3b. network allowlist (egress) --------------------------------------------------------------
 # The same hello skill with the allowlist (hook, sockets handed over, egress server) but no
@@ -367,6 +380,7 @@ EOF
 	kill "$www_pid" 2>/dev/null
 fi
 
+if [ "$only_egress" != 1 ]; then
 # --- 3c. dependency environments --------------------------------------------------------------
 # The same hello script as a skill with a prepared environment (one package from a loopback
 # PEP 503 index of a wheel built here) and as a skill without dependencies: what mounting and
@@ -451,6 +465,8 @@ done
 size=$(stat -c %s "$(command -v bwrap)")
 awk -v s="$size" 'BEGIN {printf "size\tbwrap\t1\t-\t%.2f\t-\tMiB\tdynamically linked\n", s / 1048576}' >>"$tsv"
 
+fi # only_egress
+
 # --- report ---------------------------------------------------------------------------------------
 # median SCENARIO PEER: the recorded median, or empty.
 median() { awk -F'\t' -v s="$1" -v p="$2" '$1 == s && $2 == p && $5 != "-" {print $5}' "$tsv"; }
@@ -476,9 +492,11 @@ scen_title() {
 	esac
 }
 
+# table [SCENARIO...]: the tables of the scenarios (default: all).
 table() {
-	local s ref_s
-	for s in cold create start skill egress deps throughput rss size; do
+	local s ref_s list=("$@")
+	[ $# -gt 0 ] || list=(cold create start skill egress deps throughput rss size)
+	for s in "${list[@]}"; do
 		ref_s=$ref
 		[ "$s" = skill ] && ref_s=$([ -n "$(median skill skillrun)" ] && echo skillrun || echo "$ref")
 		[ "$s" = egress ] && ref_s=none
@@ -490,6 +508,27 @@ table() {
 				'$1 == s && $2 == p {printf "| %s | %s | %s | %s | %s | %s | %s |\n", p, $3, $4, $5, $6, r, $8}' "$tsv"
 		done
 	done
+}
+
+# The allowlist's three targets (issue 11): added cost at create, per connection, bulk throughput.
+egress_targets() {
+	check() { if [ -z "$2" ]; then echo "| $1 | not measured | - |"; else awk -v d="$1" -v v="$2" -v ok="$3" 'BEGIN {printf "| %s | %s | %s |\n", d, v, ok ? "met" : "MISSED"}'; fi; }
+	local en ea a100 h100 a64 h64
+	en=$(median egress none) ea=$(median egress allowlist)
+	if [ -n "$en" ] && [ -n "$ea" ]; then
+		o=$(awk -v a="$ea" -v b="$en" 'BEGIN {printf "%.1f", a - b}')
+		check "allowlist: added cost of a networked skill run < 3 ms" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 3}')"
+	else check "allowlist: added cost of a networked skill run < 3 ms" ""; fi
+	a100=$(median egress allow-100req) h100=$(median egress host-100req)
+	if [ -n "$a100" ] && [ -n "$h100" ]; then
+		o=$(awk -v a="$a100" -v b="$h100" -v ea="$ea" -v en="$en" 'BEGIN {printf "%.3f", (a - b - (ea - en)) / 100}')
+		check "allowlist: per-connection overhead < 0.2 ms (100 requests, vs --network host)" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 0.2}')"
+	else check "allowlist: per-connection overhead < 0.2 ms" ""; fi
+	a64=$(median egress allow-64MiB) h64=$(median egress host-64MiB)
+	if [ -n "$a64" ] && [ -n "$h64" ] && [ -n "$en" ]; then
+		o=$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {printf "%.0f%%", 100 * ((h - en) / (a - ea))}')
+		check "allowlist: 64 MiB throughput within 10% of --network host (transfer time ratio)" "$o" "$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {print ((h - en) / (a - ea) >= 0.9)}')"
+	else check "allowlist: 64 MiB throughput within 10% of --network host" ""; fi
 }
 
 # Overheads and the issue's targets.
@@ -508,24 +547,8 @@ targets() {
 		o=$(awk -v a="$sk" -v b="$py" 'BEGIN {printf "%.1f", a - b}')
 		check "skill run overhead over bare python3 < 15 ms median" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 15}')"
 	else check "skill run overhead over bare python3 < 15 ms median" ""; fi
-	local en ea a100 h100 a64 h64
-	en=$(median egress none) ea=$(median egress allowlist)
-	if [ -n "$en" ] && [ -n "$ea" ]; then
-		o=$(awk -v a="$ea" -v b="$en" 'BEGIN {printf "%.1f", a - b}')
-		check "allowlist: added cost of a networked skill run < 3 ms" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 3}')"
-	else check "allowlist: added cost of a networked skill run < 3 ms" ""; fi
-	a100=$(median egress allow-100req) h100=$(median egress host-100req)
-	if [ -n "$a100" ] && [ -n "$h100" ]; then
-		o=$(awk -v a="$a100" -v b="$h100" -v ea="$ea" -v en="$en" 'BEGIN {printf "%.3f", (a - b - (ea - en)) / 100}')
-		check "allowlist: per-connection overhead < 0.2 ms (100 requests, vs --network host)" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 0.2}')"
-	else check "allowlist: per-connection overhead < 0.2 ms" ""; fi
-	a64=$(median egress allow-64MiB) h64=$(median egress host-64MiB)
-	if [ -n "$a64" ] && [ -n "$h64" ] && [ -n "$en" ]; then
-		o=$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {printf "%.0f%%", 100 * ((h - en) / (a - ea))}')
-		check "allowlist: 64 MiB throughput within 10% of --network host (transfer time ratio)" "$o" "$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {print ((h - en) / (a - ea) >= 0.9)}')"
-	else check "allowlist: 64 MiB throughput within 10% of --network host" ""; fi
-	local dn dp
-	dn=$(median deps none) dp=$(median deps prepared)
+	egress_targets
+	local dn dp	dn=$(median deps none) dp=$(median deps prepared)
 	if [ -n "$dn" ] && [ -n "$dp" ]; then
 		o=$(awk -v a="$dp" -v b="$dn" 'BEGIN {printf "%.1f", a - b}')
 		check "dependencies: a prepared environment adds < 2 ms to skill run" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 2}')"
@@ -544,11 +567,21 @@ versions() {
 	printf -- '- bwrap: %s; python3: %s; hyperfine: %s\n' "$(bwrap --version)" "$(python3 --version 2>&1)" "$(hyperfine --version)"
 }
 
+# Markdown tables to aligned text.
+md2txt() { sed -e 's/^| //' -e 's/ |$//' -e '/^|---/d' -e 's/\*\*//g' -e 's/ | /\t/g' | column -t -s "$(printf '\t')" -o '  '; }
+if [ "$only_egress" = 1 ]; then
+	echo
+	echo "skillrun bench --only-egress, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(machine_line)"
+	echo "iterations: $runs after $warmup warm-up, in $rounds rounds"
+	table egress | md2txt
+	echo
+	{ echo "| target | measured | result |"; echo "|---|---|---|"; egress_targets; } | md2txt
+	log "raw results in $out"
+	exit 0
+fi
 echo
 echo "skillrun bench, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(machine_line)"
 echo "iterations: $runs after $warmup warm-up; ratio = median / $ref median (skill: / skillrun skill run)"
-# Markdown tables to aligned text.
-md2txt() { sed -e 's/^| //' -e 's/ |$//' -e '/^|---/d' -e 's/\*\*//g' -e 's/ | /\t/g' | column -t -s "$(printf '\t')" -o '  '; }
 table | md2txt
 echo
 cat "$mcp_md"

@@ -67,9 +67,10 @@ type CreateOpts struct {
 	// exec.Cmd.ExtraFiles. The caller keeps and closes its copies.
 	ExtraFiles []*os.File
 	// EgressSocket, when set, is the unix socket of an egress server
-	// (package egress): the Linux back end runs its hook inside the new
-	// container's network namespace, which binds the sandbox's DNS,
-	// proxy and capture sockets there and hands them over this socket.
+	// (package egress): the Linux back end connects to it and passes the
+	// connection to the new container's init, which binds the sandbox's
+	// DNS, proxy and capture sockets in its network namespace and hands
+	// them over it.
 	// A spec with the AnnotationNetworkAllow annotation is refused
 	// without one (fail closed); back ends without network namespaces
 	// refuse it.

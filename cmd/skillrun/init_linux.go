@@ -30,11 +30,5 @@ func init() {
 			os.Exit(1)
 		}
 		os.Exit(0)
-	case egress.HookArg:
-		if err := egress.HookMain(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
 	}
 }

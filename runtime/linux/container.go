@@ -123,8 +123,14 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		defer func() { done(retErr == nil) }()
 		egressSock = sock
 	}
-	if err := addEgressHook(config, spec, egressSock); err != nil {
+	handoff, err := egressHandoff(config, spec, egressSock)
+	if err != nil {
 		return nil, err
+	}
+	if handoff != nil {
+		// The init has its own copy once started; the server sees the
+		// end of the handoff when a create fails before the init does.
+		defer handoff.Close()
 	}
 	hooks := takeHooks(config)
 	shimPrestart(config)
@@ -165,6 +171,11 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		p.ExtraFiles = append(p.ExtraFiles, files...)
 	}
 	p.ExtraFiles = append(p.ExtraFiles, o.ExtraFiles...)
+	if handoff != nil {
+		// Last: the init finds it just before libcontainer's own
+		// descriptors (nsinit.FromInit).
+		p.ExtraFiles = append(p.ExtraFiles, handoff)
+	}
 	pio, err := setupIO(p, spec.Process.Terminal, detach, o.ConsoleSocket, o.Stdio)
 	if err != nil {
 		return nil, err

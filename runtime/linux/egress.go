@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -19,48 +18,36 @@ import (
 	"github.com/skillrun/skillrun/runtime"
 )
 
-// egressHookTimeout bounds the egress hook (it waits for the host side at
-// most egress's own handoff timeout).
-const egressHookTimeout = 15 * time.Second
-
-// addEgressHook makes the egress hook the container's first
-// createContainer hook when sock is set: libcontainer runs it in the
-// container's namespaces, as its root, after the mounts and before
-// pivot_root and before any of the container's code, so a sandbox never
-// runs without its sockets handed over. A spec asking for an allowlist
-// without a socket, or an allowlist without a network namespace of its
-// own, is refused: it would run with no filter or no network namespace.
-func addEgressHook(config *configs.Config, spec *specs.Spec, sock string) error {
+// egressHandoff connects to the egress server's handoff socket sock, when
+// set, for the container's init: passed as the last of the init's extra
+// files, it is the connection the init (package egress/nsinit, before
+// libcontainer's init and any of the container's code) binds the
+// sandbox's sockets for and hands them over. The init refuses to go on if
+// the handoff fails, so a sandbox never runs without its sockets handed
+// over. A spec asking for an allowlist without a socket, or an allowlist
+// without a network namespace of its own, is refused: it would run with
+// no filter or no network namespace.
+func egressHandoff(config *configs.Config, spec *specs.Spec, sock string) (*os.File, error) {
 	allow := spec.Annotations[runtime.AnnotationNetworkAllow]
 	if sock == "" {
 		if allow != "" {
-			return fmt.Errorf("annotation %s: the network allowlist needs an egress server, and none was started for this container", runtime.AnnotationNetworkAllow)
+			return nil, fmt.Errorf("annotation %s: the network allowlist needs an egress server, and none was started for this container", runtime.AnnotationNetworkAllow)
 		}
-		return nil
+		return nil, nil
 	}
 	if !config.Namespaces.Contains(configs.NEWNET) || config.Namespaces.PathOf(configs.NEWNET) != "" {
-		return errors.New("network allowlist: the container needs a new network namespace of its own (linux.namespaces: network, without a path)")
+		return nil, errors.New("network allowlist: the container needs a new network namespace of its own (linux.namespaces: network, without a path)")
 	}
-	t := egressHookTimeout
-	hook := configs.NewCommandHook(&configs.Command{
-		Path:    "/proc/self/exe",
-		Args:    []string{"skillrun-egress-hook", egress.HookArg, sock},
-		Env:     []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"},
-		Timeout: &t,
-	})
-	if config.Hooks == nil {
-		config.Hooks = configs.Hooks{}
-	}
-	config.Hooks[configs.CreateContainer] = append(configs.HookList{hook}, config.Hooks[configs.CreateContainer]...)
-	return nil
+	return egress.DialHandoff(sock)
 }
 
 // startEgressHelper starts, when spec asks for an allowlist through its
 // annotations and no caller serves it (plain OCI bundles: run, create and
 // start by hand or by containerd and podman), a detached egress server
 // (egress.HelperArg): it inherits the handoff listener, receives the
-// sandbox's sockets from the hook during create and serves them until the
-// container's init exits. It returns the handoff socket for the hook, and
+// sandbox's sockets from the container's init during create and serves
+// them until the
+// container's init exits. It returns the handoff socket, and
 // done, to call once create is over: done(false) (create failed) kills the
 // helper and removes its socket; done(true) leaves it to live on its own.
 func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err error) {
@@ -73,22 +60,8 @@ func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err e
 	if _, err := egress.PolicyFromAnnotations(allow, resolve); err != nil {
 		return "", nil, fmt.Errorf("annotation %s: %w", runtime.AnnotationNetworkAllow, err)
 	}
-	uid, gid := -1, -1
-	if os.Geteuid() == 0 && spec.Linux != nil {
-		// The hook runs as the container's root: with a user namespace,
-		// the host IDs it maps to.
-		for _, m := range spec.Linux.UIDMappings {
-			if m.ContainerID == 0 {
-				uid = int(m.HostID)
-			}
-		}
-		for _, m := range spec.Linux.GIDMappings {
-			if m.ContainerID == 0 {
-				gid = int(m.HostID)
-			}
-		}
-	}
-	path, file, cleanup, err := egress.ListenPrivate(uid, gid)
+	// Only this process connects to it: it stays this user's.
+	path, file, cleanup, err := egress.ListenPrivate(-1, -1)
 	if err != nil {
 		return "", nil, err
 	}

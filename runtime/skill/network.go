@@ -3,12 +3,12 @@ package skill
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/egress/nsinit"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -41,24 +41,16 @@ type egressRun struct {
 	err     error
 }
 
-// egressSocket is the handoff socket's name in the bundle folder (which
-// the container cannot see after its pivot_root).
-const egressSocket = "egress.sock"
-
 // startEgress starts the egress server of a spec with an allowlist: the
-// handoff socket in the bundle folder dir, owned by the sandbox's host
-// user as root, and a goroutine that receives the sockets and serves them
-// until stop.
-func startEgress(dir string, sp *specs.Spec, policy *spec.Policy, uid, gid uint32) (*egressRun, error) {
+// handoff socket in the bundle folder dir (which the container never
+// sees: only the runtime connects to it), and a goroutine that receives
+// the sockets and serves them until stop.
+func startEgress(dir string, sp *specs.Spec, policy *spec.Policy) (*egressRun, error) {
 	pol, err := egress.PolicyFromAnnotations(sp.Annotations[runtime.AnnotationNetworkAllow], sp.Annotations[runtime.AnnotationNetworkResolve])
 	if err != nil {
 		return nil, fmt.Errorf("network allowlist: %w", err)
 	}
-	owner, group := -1, -1
-	if os.Geteuid() == 0 {
-		owner, group = int(uid), int(gid)
-	}
-	h, err := egress.Listen(filepath.Join(dir, egressSocket), owner, group)
+	h, err := egress.Listen(filepath.Join(dir, nsinit.SocketName), -1, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -216,7 +216,7 @@ func prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []str
 		s.sp.Process = &p
 	}
 	if policy.Network == spec.NetworkAllowlist {
-		if s.eg, err = startEgress(s.dir, s.sp, policy, uid, gid); err != nil {
+		if s.eg, err = startEgress(s.dir, s.sp, policy); err != nil {
 			return nil, nil, err
 		}
 		s.egressSock = s.eg.handoff.Path()
