@@ -72,9 +72,9 @@ func (c Cache) resolvedPath(key, name string) string {
 // LogPath is where the last failed build of key left its log.
 func (c Cache) LogPath(key string) string { return filepath.Join(c.Dir, "logs", key+".log") }
 
-// init makes the cache's folders. As root they are 0755 (the sandboxes'
-// users read environments) and the build folder 0711 (a build's staging
-// folder is reached by its random name only); otherwise 0700.
+// init makes the cache's folders. As root the cache is 0755, envs and
+// build 0711 (the sandboxes' users traverse them to an environment or a
+// staging folder they are given by name), the rest 0700; otherwise 0700.
 func (c Cache) init() error {
 	root := os.Geteuid() == 0
 	mode := os.FileMode(0o700)
@@ -87,7 +87,10 @@ func (c Cache) init() error {
 	for _, d := range []string{"envs", "locks", "resolved", "logs", "build"} {
 		m := mode
 		switch {
-		case d == "build" && root:
+		case (d == "build" || d == "envs") && root:
+			// Reached by name only: a build's random staging folder, an
+			// environment's key (the sandboxes' users traverse, never
+			// list; a skill's local file: packages are inside).
 			m = 0o711
 		case d != "envs" && root:
 			m = 0o700

@@ -30,6 +30,8 @@ const (
 	buildScratch        = 2 << 30
 	buildPids           = 1024
 	buildOutput         = 1 << 20
+	// buildUser is the host user a build runs as when skillrun is root.
+	buildUser = 65534
 )
 
 // ErrNotPrepared is returned by Acquire when the environment is missing
@@ -225,10 +227,13 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 	if err != nil {
 		return nil, err
 	}
-	// As root the build's sandbox user must own what it writes.
+	// As root the build runs as nobody, whoever owns the skill: an
+	// environment is shared by every skill with the same declaration, and
+	// the owner's own host processes could otherwise reach into the
+	// staging folder while the build runs (the sandbox maps to the
+	// workspace's owner, and must own what it writes).
 	if os.Geteuid() == 0 {
-		uid, gid := skill.HostID(sk.Dir, "")
-		if err := chownTree(staging, int(uid), int(gid)); err != nil {
+		if err := chownTree(staging, buildUser, buildUser); err != nil {
 			return nil, fmt.Errorf("build folder: %w", err)
 		}
 	}
