@@ -4,51 +4,17 @@ package tests
 
 import (
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
-
-// loopbackOrigin is an HTTP server on this host's loopback that records
-// the paths and Host headers it serves.
-type loopbackOrigin struct {
-	port int
-	mu   sync.Mutex
-	log  []string
-}
-
-func startLoopbackOrigin(t *testing.T) *loopbackOrigin {
-	t.Helper()
-	o := &loopbackOrigin{}
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o.mu.Lock()
-		o.log = append(o.log, r.URL.Path+" host="+r.Host)
-		o.mu.Unlock()
-		fmt.Fprintf(w, "hello from %s\n", r.URL.Path)
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	o.port = l.Addr().(*net.TCPAddr).Port
-	return o
-}
-
-func (o *loopbackOrigin) seen() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.log...)
-}
 
 // TestEgressAnnotation: a plain OCI bundle asks for skillrun's network
 // allowlist through annotations; `run`, and `create` + `start`, serve it
@@ -75,7 +41,7 @@ func TestEgressAnnotation(t *testing.T) {
 
 func egressAnnotation(t *testing.T, u *testUser) {
 	start := time.Now().Add(-time.Second)
-	o := startLoopbackOrigin(t)
+	o := hostcheck.StartOrigin(t)
 	// The host's python3 (its /usr bound read-only): busybox's static
 	// wget cannot resolve names. Through the allowlist's proxy, through
 	// its DNS and synthetic address, and an IP literal directly.
@@ -91,7 +57,7 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
                    ("http://other.test:%[1]d/other", P), ("http://other.test:%[1]d/other-direct", None),
                    ("http://127.0.0.1:%[1]d/literal", None)]:
     print(get(url, proxy))
-`, o.port)
+`, o.Port)
 	newAllowBundle := func() *bundle {
 		b := newBundle(t, u, "/usr/bin/python3", "-c", script)
 		if !slices.ContainsFunc(b.spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
@@ -109,8 +75,8 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		if b.spec.Annotations == nil {
 			b.spec.Annotations = map[string]string{}
 		}
-		b.spec.Annotations["run.skillrun.network.allow"] = fmt.Sprintf("api.test:%d", o.port)
-		b.spec.Annotations["run.skillrun.network.resolve"] = fmt.Sprintf("api.test:%d:127.0.0.1", o.port)
+		b.spec.Annotations["run.skillrun.network.allow"] = fmt.Sprintf("api.test:%d", o.Port)
+		b.spec.Annotations["run.skillrun.network.resolve"] = fmt.Sprintf("api.test:%d:127.0.0.1", o.Port)
 		b.save()
 		// The sandbox's resolver is the allowlist's DNS.
 		if err := os.WriteFile(filepath.Join(b.rootfs(), "etc", "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
@@ -120,14 +86,14 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 	}
 	check := func(t *testing.T, out string, wantAllowed int) {
 		t.Helper()
-		for _, want := range []string{"hello from /allowed", "hello from /direct", "failed http://other.test:" + fmt.Sprint(o.port) + "/other:", "failed http://other.test:" + fmt.Sprint(o.port) + "/other-direct", "failed http://127.0.0.1"} {
+		for _, want := range []string{"hello from /allowed", "hello from /direct", "failed http://other.test:" + fmt.Sprint(o.Port) + "/other:", "failed http://other.test:" + fmt.Sprint(o.Port) + "/other-direct", "failed http://127.0.0.1"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("container output lacks %q:\n%s", want, out)
 			}
 		}
 		n := 0
-		for _, l := range o.seen() {
-			if l != fmt.Sprintf("/allowed host=api.test:%d", o.port) && l != fmt.Sprintf("/direct host=api.test:%d", o.port) {
+		for _, l := range o.Seen() {
+			if l != fmt.Sprintf("/allowed host=api.test:%d", o.Port) && l != fmt.Sprintf("/direct host=api.test:%d", o.Port) {
 				t.Errorf("LEAK: the loopback server served %q", l)
 			} else {
 				n++
@@ -138,7 +104,7 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		}
 	}
 	// This test's helpers: their arguments name the origin's port.
-	allow := fmt.Sprintf("api.test:%d", o.port)
+	allow := fmt.Sprintf("api.test:%d", o.Port)
 	helpers := func() []string { return procsMentioning(allow) }
 	waitNoHelper := func(t *testing.T) {
 		t.Helper()

@@ -5,14 +5,13 @@ package clients_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
 // The network allowlist asked for through annotations by real clients:
@@ -21,45 +20,17 @@ import (
 // own log: the allowed name reached it through the sandbox's proxy, the
 // other name and the IP literal did not.
 
-// egressOrigin is an HTTP server on 127.0.0.1 that logs the path and Host
-// of each request.
-type egressOrigin struct {
-	port int
-	mu   sync.Mutex
-	log  []string
-}
+// egressOrigin is the loopback origin the sandboxes are allowed to reach.
+type egressOrigin struct{ *hostcheck.Origin }
 
-func startEgressOrigin(t *testing.T) *egressOrigin {
-	t.Helper()
-	o := &egressOrigin{}
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o.mu.Lock()
-		o.log = append(o.log, r.URL.Path+" host="+r.Host)
-		o.mu.Unlock()
-		fmt.Fprintf(w, "hello from %s\n", r.URL.Path)
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-	o.port = l.Addr().(*net.TCPAddr).Port
-	return o
-}
-
-func (o *egressOrigin) seen() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.log...)
-}
+func startEgressOrigin(t *testing.T) *egressOrigin { return &egressOrigin{hostcheck.StartOrigin(t)} }
 
 // egressAnnotations asks for api.test on the origin's port, mapped to
 // this host's loopback (the only way to reach a loopback address).
 func (o *egressOrigin) annotations() []string {
 	return []string{
-		"--annotation", fmt.Sprintf("run.skillrun.network.allow=api.test:%d", o.port),
-		"--annotation", fmt.Sprintf("run.skillrun.network.resolve=api.test:%d:127.0.0.1", o.port),
+		"--annotation", fmt.Sprintf("run.skillrun.network.allow=api.test:%d", o.Port),
+		"--annotation", fmt.Sprintf("run.skillrun.network.resolve=api.test:%d:127.0.0.1", o.Port),
 	}
 }
 
@@ -77,7 +48,7 @@ A=$(nslookup api.test 127.0.0.1 | sed -n 's/^Address: *\(198\.[0-9.]*\).*/\1/p' 
 echo "api.test is $A"
 get "$A" %[1]d /direct api.test:%[1]d
 get "$A" %[1]d /smuggled evil.test
-exit 0`, o.port)
+exit 0`, o.Port)
 }
 
 // check judges a container's run by the origin's log (and, for the
@@ -85,8 +56,8 @@ exit 0`, o.port)
 func (o *egressOrigin) check(t *testing.T, out string) {
 	t.Helper()
 	t.Logf("container output (not evidence):\n%s", out)
-	want := []string{fmt.Sprintf("/allowed host=api.test:%d", o.port), fmt.Sprintf("/direct host=api.test:%d", o.port)}
-	if got := o.seen(); strings.Join(got, "|") != strings.Join(want, "|") {
+	want := []string{fmt.Sprintf("/allowed host=api.test:%d", o.Port), fmt.Sprintf("/direct host=api.test:%d", o.Port)}
+	if got := o.Seen(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the loopback origin served %q, want exactly %q (the other name, the IP literal and the other Host must not reach it)\ncontainer output:\n%s", got, want, out)
 	}
 	if !strings.Contains(out, "hello from /allowed") || !strings.Contains(out, "hello from /direct") {
@@ -98,7 +69,7 @@ func (o *egressOrigin) check(t *testing.T, out string) {
 // and no handoff folder made since start outlive the container.
 func assertNoEgressHelper(t *testing.T, o *egressOrigin, start time.Time) {
 	t.Helper()
-	mark := fmt.Sprintf("api.test:%d", o.port)
+	mark := fmt.Sprintf("api.test:%d", o.Port)
 	helpers := func() []int {
 		var out []int
 		for _, p := range procsWithCmdline("__skillrun-egress-helper") {
