@@ -711,16 +711,11 @@ func (d *Driver) ListSandboxes(ctx context.Context, _ *pb.ListSandboxesRequest) 
 // StopSandbox stops the container (SIGTERM, SIGKILL after the timeout)
 // and removes it, keeping the bundle and workspace. Idempotent.
 func (d *Driver) StopSandbox(ctx context.Context, req *pb.StopSandboxRequest) (*pb.StopSandboxResponse, error) {
-	id, err := d.find(req.GetSandboxId(), req.GetSandboxName())
+	id, rec, unlock, err := d.lockRecord(req.GetSandboxId(), req.GetSandboxName())
 	if err != nil {
 		return nil, err
 	}
-	unlock := d.lock(id)
 	defer unlock()
-	rec, err := d.readRecord(id)
-	if err != nil {
-		return nil, status.Errorf(codes.NotFound, "sandbox %s not found", id)
-	}
 	if rec.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is being deleted", id)
 	}
@@ -733,6 +728,22 @@ func (d *Driver) StopSandbox(ctx context.Context, req *pb.StopSandboxRequest) (*
 	}
 	d.publish(id)
 	return &pb.StopSandboxResponse{}, nil
+}
+
+// lockRecord finds a sandbox by id or name, takes its lock and reads its
+// record; NotFound when either is missing. The caller calls unlock.
+func (d *Driver) lockRecord(sid, name string) (string, *record, func(), error) {
+	id, err := d.find(sid, name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	unlock := d.lock(id)
+	rec, err := d.readRecord(id)
+	if err != nil {
+		unlock()
+		return "", nil, nil, status.Errorf(codes.NotFound, "sandbox %s not found", id)
+	}
+	return id, rec, unlock, nil
 }
 
 // stopContainer stops and deletes a container; a missing one is fine.
@@ -772,16 +783,11 @@ func (d *Driver) stopContainer(ctx context.Context, cid string) error {
 // StartSandbox re-creates a stopped sandbox's container from its retained
 // bundle. Idempotent: a running sandbox is left alone.
 func (d *Driver) StartSandbox(ctx context.Context, req *pb.StartSandboxRequest) (*pb.StartSandboxResponse, error) {
-	id, err := d.find(req.GetSandboxId(), req.GetSandboxName())
+	id, rec, unlock, err := d.lockRecord(req.GetSandboxId(), req.GetSandboxName())
 	if err != nil {
 		return nil, err
 	}
-	unlock := d.lock(id)
 	defer unlock()
-	rec, err := d.readRecord(id)
-	if err != nil {
-		return nil, status.Errorf(codes.NotFound, "sandbox %s not found", id)
-	}
 	if rec.Deleting || !rec.Ready {
 		return nil, status.Errorf(codes.FailedPrecondition, "sandbox %s is being created or deleted", id)
 	}
