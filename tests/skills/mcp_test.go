@@ -247,42 +247,7 @@ func TestMCPServeHTTP(t *testing.T) {
 	}
 	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", example("calculator"), "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
-	errPipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	urlc := make(chan string, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		var all string
-		for {
-			n, err := errPipe.Read(buf)
-			all += string(buf[:n])
-			if i := strings.Index(all, "http://"); i >= 0 && strings.Contains(all[i:], "/mcp") {
-				urlc <- all[i : i+strings.Index(all[i:], "/mcp")+4]
-				for err == nil { // keep draining
-					_, err = errPipe.Read(buf)
-				}
-				return
-			}
-			if err != nil {
-				close(urlc)
-				return
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-urlc:
-	case <-time.After(30 * time.Second):
-	}
-	if url == "" {
-		t.Fatal("mcp serve --http did not report its address")
-	}
+	url := startHTTPServe(t, cmd)
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	if err != nil {

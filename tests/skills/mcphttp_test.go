@@ -25,6 +25,14 @@ func (m *mode) serveHTTP(t *testing.T, flags ...string) (string, *exec.Cmd) {
 	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--http", "127.0.0.1:0",
 		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
 	cmd := m.command(args...)
+	return startHTTPServe(t, cmd), cmd
+}
+
+// startHTTPServe starts cmd, an `mcp serve --http` command, and returns
+// the URL it reports on stderr (the rest of stderr is drained); the
+// process is killed when the test ends.
+func startHTTPServe(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -56,12 +64,12 @@ func (m *mode) serveHTTP(t *testing.T, flags ...string) (string, *exec.Cmd) {
 	select {
 	case url := <-urlc:
 		if url != "" {
-			return url, cmd
+			return url
 		}
 	case <-time.After(30 * time.Second):
 	}
 	t.Fatal("mcp serve --http did not report its address")
-	return "", nil
+	return ""
 }
 
 // serverPid is the skillrun process of cmd: cmd itself, or as the
