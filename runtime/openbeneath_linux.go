@@ -1,4 +1,4 @@
-package skillenv
+package runtime
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openBeneath opens rel inside root for reading without following any
+// OpenBeneath opens rel inside root for reading without following any
 // symlink on the way (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): a
 // tree that someone else may change while skillrun, possibly as root,
 // reads or seals it cannot redirect it to a host file. Kernels without
 // openat2 (before 5.6) get O_NOFOLLOW on the last component only.
-func openBeneath(root, rel string) (*os.File, error) {
+func OpenBeneath(root, rel string) (*os.File, error) {
 	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -212,7 +213,7 @@ func treeSum(root string) (string, error) {
 		fmt.Fprintf(h, "%s\x00%o\x00", rel, fi.Mode())
 		switch {
 		case fi.Mode().IsRegular():
-			f, err := openBeneath(root, rel)
+			f, err := runtime.OpenBeneath(root, rel)
 			if err != nil {
 				return "", err
 			}

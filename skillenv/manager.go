@@ -450,7 +450,7 @@ func (m *Manager) collect(plan *Plan, staging string, mk *Marker) error {
 			if err := os.WriteFile(filepath.Join(staging, "requirements.lock"), []byte(text), 0o644); err != nil {
 				return err
 			}
-			if err := writeAtomic(m.Cache.resolvedPath(plan.Key, "requirements.lock"), []byte(text)); err != nil {
+			if err := runtime.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "requirements.lock"), []byte(text), 0o600); err != nil {
 				return err
 			}
 		}
@@ -466,7 +466,7 @@ func (m *Manager) collect(plan *Plan, staging string, mk *Marker) error {
 		}
 		mk.NodePackages = pkgs
 		if plan.Node.Deps.Lock == nil {
-			if err := writeAtomic(m.Cache.resolvedPath(plan.Key, "package-lock.json"), b); err != nil {
+			if err := runtime.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "package-lock.json"), b, 0o600); err != nil {
 				return err
 			}
 		}
@@ -496,7 +496,7 @@ func (m *Manager) keepLog(key, log string) string {
 	if err != nil {
 		return "no build log"
 	}
-	_ = writeAtomic(m.Cache.LogPath(key), b)
+	_ = runtime.WriteFileAtomic(m.Cache.LogPath(key), b, 0o600)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "== ") {
@@ -596,7 +596,7 @@ func chownTree(root string, uid, gid int) error {
 
 // copyPath copies the file or folder rel of the skill folder dir to
 // dst/rel: regular files and folders, symlinks as symlinks. Every file is
-// opened beneath dir without following symlinks (openBeneath): the skill's
+// opened beneath dir without following symlinks (runtime.OpenBeneath): the skill's
 // owner cannot swap in a link to a host file while skillrun, as root,
 // copies it into the build.
 func copyPath(dir, rel, dst string) error {
@@ -620,7 +620,7 @@ func copyPath(dir, rel, dst string) error {
 			if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 				return err
 			}
-			in, err := openBeneath(dir, r)
+			in, err := runtime.OpenBeneath(dir, r)
 			if err != nil {
 				return err
 			}
@@ -640,13 +640,4 @@ func copyPath(dir, rel, dst string) error {
 		}
 		return fmt.Errorf("%s: not a file, folder or symlink", r)
 	})
-}
-
-// writeAtomic writes a file through a temporary name and a rename.
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
