@@ -307,7 +307,12 @@ func (s *Skill) resolveDeps() error {
 			s.Deps.Node = n
 		}
 	}
-	if lock, err := readSkillFile(s.Dir, PackageLockFile, MaxDepsFileSize); err == nil && s.Deps.Node != nil {
+	if s.Deps.Node == nil {
+		// Skill loading is on every run's path: no lock is read for a
+		// skill without Node dependencies.
+		return errors.Join(errs...)
+	}
+	if lock, err := readSkillFile(s.Dir, PackageLockFile, MaxDepsFileSize); err == nil {
 		if !json.Valid(lock) {
 			errs = append(errs, fmt.Errorf("%s: not valid JSON", PackageLockFile))
 		} else {
@@ -315,7 +320,7 @@ func (s *Skill) resolveDeps() error {
 			_ = json.Compact(&c, lock)
 			s.Deps.Node.Lock = c.Bytes()
 		}
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+	} else if !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("%s: %w", PackageLockFile, err))
 	}
 	return errors.Join(errs...)
