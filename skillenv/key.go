@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
-	"sort"
 	"strings"
 
 	"github.com/skillrun/skillrun/runtime"
@@ -175,68 +173,28 @@ func PlanFor(sk *spec.Skill, pol Policy) (*Plan, error) {
 	return p, nil
 }
 
-// treeSum hashes a file, or a folder's files (paths, modes and contents),
-// without following symlinks out of it.
+// treeSum hashes a file, or a folder as Digest does (paths, modes,
+// contents, symlinks never followed).
 func treeSum(root string) (string, error) {
-	h := sha256.New()
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return "", err
 	}
-	if fi.Mode().IsRegular() {
-		if err := hashFile(h, root); err != nil {
+	switch {
+	case fi.Mode().IsRegular():
+		f, err := runtime.OpenBeneath(filepath.Dir(root), filepath.Base(root))
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
 			return "", err
 		}
 		return hex.EncodeToString(h.Sum(nil)), nil
+	case fi.IsDir():
+		d, _, _, err := Digest(root)
+		return d, err
 	}
-	if !fi.IsDir() {
-		return "", errors.New("not a file or folder")
-	}
-	var paths []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p)
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return "", err
-		}
-		rel, _ := filepath.Rel(root, p)
-		fmt.Fprintf(h, "%s\x00%o\x00", rel, fi.Mode())
-		switch {
-		case fi.Mode().IsRegular():
-			f, err := runtime.OpenBeneath(root, rel)
-			if err != nil {
-				return "", err
-			}
-			_, err = io.Copy(h, f)
-			f.Close()
-			if err != nil {
-				return "", err
-			}
-		case fi.Mode()&os.ModeSymlink != 0:
-			t, _ := os.Readlink(p)
-			io.WriteString(h, t)
-		}
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func hashFile(w io.Writer, p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
+	return "", errors.New("not a file or folder")
 }
