@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -79,32 +78,7 @@ func TestPoolFloodRunsCold(t *testing.T) {
 	f := newFake()
 	s, cs := connectOpts(t, Options{Runtime: f, Pool: 1})
 	waitReady(t, s, 1)
-	const n = 6
-	var wg sync.WaitGroup
-	errs := make(chan string, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, res := call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
-			if r.IsError || !res.OK {
-				errs <- text(r)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		select {
-		case <-f.started:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("only %d of %d calls ran concurrently", i, n)
-		}
-	}
-	close(f.release)
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
+	concurrentBarrierCalls(t, f, cs, 6)
 	if st := s.PoolStats()["calculator"]; st[0] < 1 {
 		t.Errorf("no call took the warm sandbox: %v", st)
 	}

@@ -311,33 +311,7 @@ func TestPolicyRefusalIsToolError(t *testing.T) {
 func TestConcurrentCalls(t *testing.T) {
 	f := newFake()
 	_, cs := connect(t, f, skill.Options{})
-	const n = 4
-	var wg sync.WaitGroup
-	errs := make(chan string, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, res := call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
-			if r.IsError || !res.OK {
-				errs <- text(r)
-			}
-		}()
-	}
-	// All n sandboxes run at once before any is released.
-	for i := 0; i < n; i++ {
-		select {
-		case <-f.started:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("only %d of %d calls ran concurrently", i, n)
-		}
-	}
-	close(f.release)
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
+	concurrentBarrierCalls(t, f, cs, 4)
 }
 
 func TestCancelKillsSandbox(t *testing.T) {
@@ -456,4 +430,36 @@ func TestWatchListChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("text-stats")
+}
+
+// concurrentBarrierCalls makes n calls at once that each block in the
+// fake runtime until released, checks that all n run at the same time
+// (before any is released) and that each succeeds.
+func concurrentBarrierCalls(t *testing.T, f *fakeRT, cs *mcp.ClientSession, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan string, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, res := call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
+			if r.IsError || !res.OK {
+				errs <- text(r)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d of %d calls ran concurrently", i, n)
+		}
+	}
+	close(f.release)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
