@@ -724,46 +724,56 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	}
 }
 
+// checkMemoryLimit: the memory limit in the memory cgroup of the
+// container's init.
 func checkMemoryLimit(t *testing.T, e *env, id string, want int64) {
 	t.Helper()
-	pid := e.containerPid(id)
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var file string
+	checkCgroup(t, e, id, "memory", func(v2 bool, ctrls, path string) ([]string, string) {
 		switch {
-		case parts[0] == "0" && parts[1] == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.max")
-			if _, err := os.Stat(file); err != nil {
-				file = filepath.Join("/sys/fs/cgroup/unified", parts[2], "memory.max")
-			}
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
-		default:
-			continue
+		case v2:
+			return []string{filepath.Join("/sys/fs/cgroup", path, "memory.max"), filepath.Join("/sys/fs/cgroup/unified", path, "memory.max")}, fmt.Sprint(want)
+		case strings.Contains(","+ctrls+",", ",memory,"):
+			return []string{filepath.Join("/sys/fs/cgroup/memory", path, "memory.limit_in_bytes")}, fmt.Sprint(want)
 		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		if strings.TrimSpace(string(b)) != fmt.Sprint(want) {
-			t.Errorf("%s = %s, want %d", file, b, want)
-		}
-		return
-	}
-	t.Errorf("no memory cgroup file found for pid %d: %s", pid, data)
+		return nil, ""
+	})
 }
 
 // checkPidsLimit: the Docker driver's default sandbox_pids_limit, in the
 // pids cgroup of the container's init.
 func checkPidsLimit(t *testing.T, e *env, id, want string) {
 	t.Helper()
+	checkCgroup(t, e, id, "pids", func(v2 bool, ctrls, path string) ([]string, string) {
+		switch {
+		case strings.Contains(","+ctrls+",", ",pids,"):
+			return []string{filepath.Join("/sys/fs/cgroup/pids", path, "pids.max")}, want
+		case v2:
+			return []string{filepath.Join("/sys/fs/cgroup", path, "pids.max"), filepath.Join("/sys/fs/cgroup/unified", path, "pids.max")}, want
+		}
+		return nil, ""
+	})
+}
+
+// checkCPUQuota: cpu_limit 500m is a CFS quota of 50000us per 100000us.
+func checkCPUQuota(t *testing.T, e *env, id, want string) {
+	t.Helper()
+	checkCgroup(t, e, id, "cpu", func(v2 bool, ctrls, path string) ([]string, string) {
+		switch {
+		case v2:
+			return []string{filepath.Join("/sys/fs/cgroup", path, "cpu.max")}, want + " 100000"
+		case strings.Contains(","+ctrls+",", ",cpu,"):
+			return []string{filepath.Join("/sys/fs/cgroup/cpu,cpuacct", path, "cpu.cfs_quota_us"), filepath.Join("/sys/fs/cgroup/cpu", path, "cpu.cfs_quota_us")}, want
+		}
+		return nil, ""
+	})
+}
+
+// checkCgroup compares a limit in the cgroups of the container's init:
+// for each line of /proc/PID/cgroup (v2 is the "0::" line), files names
+// the candidate files and the value wanted; the first file that can be
+// read, on the first line that has one, is compared.
+func checkCgroup(t *testing.T, e *env, id, what string, files func(v2 bool, ctrls, path string) ([]string, string)) {
+	t.Helper()
 	pid := e.containerPid(id)
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
@@ -774,14 +784,8 @@ func checkPidsLimit(t *testing.T, e *env, id, want string) {
 		if len(parts) != 3 {
 			continue
 		}
-		var files []string
-		switch {
-		case strings.Contains(","+parts[1]+",", ",pids,"):
-			files = []string{filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max")}
-		case parts[0] == "0" && parts[1] == "":
-			files = []string{filepath.Join("/sys/fs/cgroup", parts[2], "pids.max"), filepath.Join("/sys/fs/cgroup/unified", parts[2], "pids.max")}
-		}
-		for _, f := range files {
+		cands, want := files(parts[0] == "0" && parts[1] == "", parts[1], parts[2])
+		for _, f := range cands {
 			if b, err := os.ReadFile(f); err == nil {
 				if strings.TrimSpace(string(b)) != want {
 					t.Errorf("%s = %s, want %s", f, b, want)
@@ -790,45 +794,7 @@ func checkPidsLimit(t *testing.T, e *env, id, want string) {
 			}
 		}
 	}
-	t.Errorf("no pids cgroup file found for pid %d: %s", pid, data)
-}
-
-// checkCPUQuota: cpu_limit 500m is a CFS quota of 50000us per 100000us.
-func checkCPUQuota(t *testing.T, e *env, id, want string) {
-	t.Helper()
-	pid := e.containerPid(id)
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var file string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "cpu.max")
-			want = want + " 100000"
-		case strings.Contains(","+parts[1]+",", ",cpu,"):
-			file = filepath.Join("/sys/fs/cgroup/cpu,cpuacct", parts[2], "cpu.cfs_quota_us")
-			if _, err := os.Stat(file); err != nil {
-				file = filepath.Join("/sys/fs/cgroup/cpu", parts[2], "cpu.cfs_quota_us")
-			}
-		default:
-			continue
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		if strings.TrimSpace(string(b)) != want {
-			t.Errorf("%s = %s, want %s", file, b, want)
-		}
-		return
-	}
-	t.Errorf("no cpu cgroup file found for pid %d: %s", pid, data)
+	t.Errorf("no %s cgroup file found for pid %d: %s", what, pid, data)
 }
 
 func TestOpenShellDriverBadRequests(t *testing.T) {
