@@ -187,13 +187,12 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(c, u)
+		_, _ = s.copyBulk(c, u, -1)
 		_ = c.CloseWrite()
 	}()
-	// What the checks read, then the rest straight from the socket
-	// (splice(2) between two TCP sockets).
+	// What the checks read, then the rest straight from the socket.
 	if _, err := u.Write(rec.buf.Bytes()); err == nil {
-		_, _ = io.Copy(u, c)
+		_, _ = s.copyBulk(u, c, -1)
 	}
 	_ = u.CloseWrite()
 	<-done
@@ -221,7 +220,7 @@ func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, c, u *net.TCPCon
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		relayResponses(c, u, queue)
+		s.relayResponses(c, u, queue)
 		_ = c.CloseWrite()
 	}()
 	defer func() {
@@ -346,11 +345,11 @@ func (t *teeConn) Read(p []byte) (int, error) {
 // request with 101, it tells the request side (on the request's channel)
 // and copies the rest as it is; any other answer to it says false. On a
 // response it cannot parse, it stops (the request side then stops too).
-func relayResponses(c, u *net.TCPConn, queue <-chan sent) {
+func (s *server) relayResponses(c, u *net.TCPConn, queue <-chan sent) {
 	tee := &teeConn{r: u, w: c}
 	ur := bufio.NewReaderSize(tee, 64<<10)
 	for st := range queue {
-		ok := relayResponse(c, u, ur, st)
+		ok := s.relayResponse(c, u, ur, st)
 		if st.upgrade != nil {
 			st.upgrade <- ok == switched
 			close(st.upgrade)
@@ -359,7 +358,7 @@ func relayResponses(c, u *net.TCPConn, queue <-chan sent) {
 		case switched:
 			// The buffered bytes were passed on already.
 			_, _ = ur.Discard(ur.Buffered())
-			_, _ = io.Copy(c, u)
+			_, _ = s.copyBulk(c, u, -1)
 			return
 		case failed:
 			return
@@ -377,9 +376,9 @@ const (
 
 // relayResponse follows one response (after any 1xx interim ones) to the
 // request st; every byte it reads reaches the client through ur's tee.
-// Bodies of a known length or read to the connection's end are spliced
-// from u to c, past the buffer.
-func relayResponse(c, u *net.TCPConn, ur *bufio.Reader, st sent) responseEnd {
+// Bodies of a known length or read to the connection's end are copied
+// from u to c past the buffer (copyBulk).
+func (s *server) relayResponse(c, u *net.TCPConn, ur *bufio.Reader, st sent) responseEnd {
 	for {
 		resp, err := http.ReadResponse(ur, st.req)
 		if err != nil {
@@ -409,14 +408,14 @@ func relayResponse(c, u *net.TCPConn, ur *bufio.Reader, st sent) responseEnd {
 			}
 			_, _ = ur.Discard(int(n))
 			if rest := resp.ContentLength - n; rest > 0 {
-				if m, err := c.ReadFrom(&io.LimitedReader{R: u, N: rest}); err != nil || m != rest {
+				if m, err := s.copyBulk(c, u, rest); err != nil || m != rest {
 					return failed
 				}
 			}
 		default:
-			// Read to the connection's end: splice it.
+			// Read to the connection's end.
 			_, _ = ur.Discard(ur.Buffered())
-			_, _ = c.ReadFrom(u)
+			_, _ = s.copyBulk(c, u, -1)
 			return failed
 		}
 		// (resp.Body is not closed otherwise: closing reads what it did

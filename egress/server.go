@@ -133,6 +133,7 @@ type server struct {
 	index  map[Refusal]int // key with Count 0
 	conns  sync.WaitGroup
 	live   map[net.Conn]struct{}
+	bulk   *bulkBuffers
 	// dialHook, when set (tests), replaces the dialer: it sees every
 	// address a connection to a host is attempted to.
 	dialHook func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
@@ -178,6 +179,7 @@ func newServer(p *Policy) *server {
 		next:   syntheticLo.Next(),
 		index:  map[Refusal]int{},
 		live:   map[net.Conn]struct{}{},
+		bulk:   newBulkBuffers(maxBulkBuffers),
 	}
 }
 
