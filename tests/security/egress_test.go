@@ -755,29 +755,6 @@ func TestEgressHelperKilledMidTransfer(t *testing.T) {
 // version 1, an 8-byte DCID, padded to 1200 bytes as clients send it.
 var quicInitial = "c300000001" + "08" + "0011223344556677" + "00" + "00" + "449e" + strings.Repeat("00", 1200-18)
 
-// unixListener listens on a unix socket (abstract when addr starts with
-// "@") and counts the connections it accepts.
-func unixListener(p *P, addr string) *atomic.Int64 {
-	p.Helper()
-	l, err := net.Listen("unix", addr)
-	if err != nil {
-		p.Fatalf("listen unix %s: %v", addr, err)
-	}
-	p.Cleanup(func() { l.Close() })
-	var n atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return &n
-}
-
 // TestEgressSideChannels: with the allowlist on (and working: an allowed
 // request reaches the origin), what is not TCP to a granted name reaches
 // nothing on the host: TCP and UDP to an origin listening on [::1] (on
@@ -819,7 +796,6 @@ func TestEgressSideChannels(t *testing.T) {
 		os.Chmod(dir, 0o777)
 		path := filepath.Join(dir, "s")
 		nPath := unixListener(p, path)
-		os.Chmod(path, 0o777)
 
 		sk := pyProbe(p, m, "eg-side", egressPy, fmt.Sprintf("network:\n  hosts: [%q]\n", hp))
 		st := []step{

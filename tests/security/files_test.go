@@ -3,13 +3,11 @@
 package security_test
 
 import (
-	"net"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/skillrun/skillrun/spec"
@@ -88,7 +86,7 @@ func TestFilesSSHSecret(t *testing.T) {
 		c := plantCanary(p, filepath.Join(sshDir, "id_ed25519_skillrun_sec_"+randHex(4)), m.uid, m.gid, 0o600)
 		sk := pyProbe(p, m, "ssh", readerPy, "")
 		sock := filepath.Join(sk.base, "agent.sock")
-		accepts := listenUnix(p, sock)
+		accepts := unixListener(p, sock)
 		paths := []string{c.path, "/root/.ssh/" + filepath.Base(c.path), "/home/" + filepath.Base(m.home) + "/.ssh/" + filepath.Base(c.path)}
 		o := m.run(p, sk, runOpts{input: mustJSON(map[string]any{"paths": paths, "agent": sock}), env: []string{"SSH_AUTH_SOCK=" + sock}})
 		o.wantCode(p, 0)
@@ -98,30 +96,6 @@ func TestFilesSSHSecret(t *testing.T) {
 			p.Errorf("LEAK: the caller's ssh-agent socket %s accepted %d connections from the sandbox", sock, n)
 		}
 	})
-}
-
-// listenUnix listens on a unix socket anyone may connect to and counts
-// accepted connections.
-func listenUnix(p *P, sock string) *atomic.Int64 {
-	p.Helper()
-	var n atomic.Int64
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		p.Fatalf("listen %s: %v", sock, err)
-	}
-	os.Chmod(sock, 0o777)
-	p.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return &n
 }
 
 // TestFilesWriteOutside: writes outside scratch never reach the host.

@@ -5,6 +5,7 @@ package security_test
 import (
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,13 +27,12 @@ func hostIPs() []string {
 	return ips
 }
 
-// tcpListener counts the connections it accepts.
-func tcpListener(p *P, network, addr string) (*atomic.Int64, int) {
+// countAccepts accepts on l until it is closed (at the probe's end) and
+// counts the connections; each is closed at once. A connection from the
+// host first proves the listener reachable and the count working (the
+// control), then the count starts from 0.
+func countAccepts(p *P, l net.Listener) *atomic.Int64 {
 	p.Helper()
-	l, err := net.Listen(network, addr)
-	if err != nil {
-		return nil, 0
-	}
 	p.Cleanup(func() { l.Close() })
 	var n atomic.Int64
 	go func() {
@@ -45,11 +45,44 @@ func tcpListener(p *P, network, addr string) (*atomic.Int64, int) {
 			c.Close()
 		}
 	}()
-	switch a := l.Addr().(type) {
-	case *net.TCPAddr:
-		return &n, a.Port
+	c, err := net.DialTimeout(l.Addr().Network(), l.Addr().String(), 5*time.Second)
+	if err != nil {
+		p.Fatalf("control: the host cannot reach its own listener %s: %v", l.Addr(), err)
 	}
-	return &n, 0
+	c.Close()
+	for deadline := time.Now().Add(5 * time.Second); n.Load() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.Fatalf("control: listener %s counted %d of the host's 1 connection", l.Addr(), n.Load())
+		}
+	}
+	n.Store(0)
+	return &n
+}
+
+// tcpListener counts the connections it accepts; nil when the address
+// cannot be listened on (no IPv6 on the host).
+func tcpListener(p *P, network, addr string) (*atomic.Int64, int) {
+	p.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, 0
+	}
+	return countAccepts(p, l), l.Addr().(*net.TCPAddr).Port
+}
+
+// unixListener listens on a unix socket (abstract when addr starts with
+// "@"; a path anyone may connect to otherwise) and counts the
+// connections it accepts.
+func unixListener(p *P, addr string) *atomic.Int64 {
+	p.Helper()
+	l, err := net.Listen("unix", addr)
+	if err != nil {
+		p.Fatalf("listen unix %s: %v", addr, err)
+	}
+	if !strings.HasPrefix(addr, "@") {
+		os.Chmod(addr, 0o777)
+	}
+	return countAccepts(p, l)
 }
 
 // udpListener counts the datagrams it receives.
@@ -133,7 +166,7 @@ func TestNetHostLoopback(t *testing.T) {
 			udp = append(udp, []any{ip, portU})
 		}
 		abstract := "skillrun-sec-" + randHex(6)
-		na, _ := tcpListenerUnix(p, "@"+abstract)
+		na := unixListener(p, "@"+abstract)
 		counters = append(counters, counter{"abstract unix @" + abstract, na})
 		// The control, from the host itself: every listener is reachable
 		// on every address the sandbox will try (a host firewall or a
@@ -179,29 +212,6 @@ func hostReach(p *P, network string, targets [][]any) {
 		c.Write([]byte("control from the host"))
 		c.Close()
 	}
-}
-
-// tcpListenerUnix listens on a unix socket (abstract when addr starts
-// with @) and counts accepted connections.
-func tcpListenerUnix(p *P, addr string) (*atomic.Int64, int) {
-	p.Helper()
-	l, err := net.Listen("unix", addr)
-	if err != nil {
-		p.Fatalf("listen %s: %v", addr, err)
-	}
-	p.Cleanup(func() { l.Close() })
-	var n atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return &n, 0
 }
 
 // TestNetDNS: names do not resolve, and DNS queries reach no resolver:
