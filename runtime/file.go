@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,4 +47,29 @@ func writeFileAtomic(name string, data []byte, perm fs.FileMode, sync bool) erro
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// CopyBeneath copies the regular file rel of the folder root to dst, a
+// new file with perm. The source is opened beneath root without following
+// symlinks (OpenBeneath) and must be a regular file when open: as root,
+// whoever owns root must not be able to swap in a link to a host file
+// between a walk of root and the copy.
+func CopyBeneath(root, rel, dst string, perm fs.FileMode) error {
+	in, err := OpenBeneath(root, rel)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", rel)
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -47,4 +50,54 @@ func TestWriteFileAtomic(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Fatalf("after a failed rename: %v, want state.json and sub only", ents)
 	}
+}
+
+// TestCopyBeneath copies a regular file and refuses what would lead
+// outside the folder: a symlinked file, a path through a symlinked
+// folder, "..", a folder, and an existing destination (the canary's
+// content never reaches a copy).
+func TestCopyBeneath(t *testing.T) {
+	root, out, host := t.TempDir(), t.TempDir(), t.TempDir()
+	canary := filepath.Join(host, "secret")
+	if err := os.WriteFile(canary, []byte("CANARY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(root, "sub"), 0o755))
+	must(os.WriteFile(filepath.Join(root, "sub", "f"), []byte("data"), 0o644))
+	must(os.Symlink(canary, filepath.Join(root, "link")))
+	must(os.Symlink(host, filepath.Join(root, "dirlink")))
+
+	dst := filepath.Join(out, "f")
+	must(CopyBeneath(root, "sub/f", dst, 0o640))
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "data" {
+		t.Fatalf("copy: %q %v", b, err)
+	}
+	if fi, _ := os.Stat(dst); fi.Mode().Perm() != 0o640&^currentUmask() {
+		t.Errorf("mode %v", fi.Mode().Perm())
+	}
+	if err := CopyBeneath(root, "sub/f", dst, 0o644); err == nil {
+		t.Error("an existing destination was overwritten")
+	}
+	for i, rel := range []string{"link", "dirlink/secret", "../" + filepath.Base(host) + "/secret", "sub"} {
+		d := filepath.Join(out, fmt.Sprint("bad", i))
+		if err := CopyBeneath(root, rel, d, 0o644); err == nil {
+			t.Errorf("%s: copied", rel)
+		}
+		if b, err := os.ReadFile(d); err == nil && strings.Contains(string(b), "CANARY") {
+			t.Errorf("%s: the canary was copied", rel)
+		}
+	}
+}
+
+// currentUmask reads the process's umask (set back at once).
+func currentUmask() os.FileMode {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return os.FileMode(m)
 }

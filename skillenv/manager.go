@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -620,23 +619,7 @@ func copyPath(dir, rel, dst string) error {
 			if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 				return err
 			}
-			in, err := runtime.OpenBeneath(dir, r)
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-				return fmt.Errorf("%s: not a regular file", r)
-			}
-			out, err := os.OpenFile(d, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(out, in); err != nil {
-				out.Close()
-				return err
-			}
-			return out.Close()
+			return runtime.CopyBeneath(dir, r, d, 0o644)
 		}
 		return fmt.Errorf("%s: not a file, folder or symlink", r)
 	})

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -628,7 +627,7 @@ func copyTree(src, dst string, owner [2]int) error {
 			if err != nil {
 				return err
 			}
-			if err := copyFile(src, rel, target, 0o644|fi.Mode().Perm()&0o111); err != nil {
+			if err := runtime.CopyBeneath(src, rel, target, 0o644|fi.Mode().Perm()&0o111); err != nil {
 				return err
 			}
 		default:
@@ -639,30 +638,6 @@ func copyTree(src, dst string, owner [2]int) error {
 		}
 		return os.Lchown(target, owner[0], owner[1])
 	})
-}
-
-// copyFile copies the regular file rel of the folder root to dst. It is
-// opened beneath root without following symlinks (runtime.OpenBeneath):
-// as root, the skill's owner must not swap in a link to a host file
-// between the walk and the copy.
-func copyFile(root, rel, dst string, perm os.FileMode) error {
-	in, err := runtime.OpenBeneath(root, rel)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", rel)
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // newID returns "skill-NAME-RANDOM", a valid container ID.
