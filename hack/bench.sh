@@ -767,11 +767,13 @@ profile_notes() {
 		So the relay copies bulk bodies and TLS streams with read/write through 1 MiB buffers
 		(at most 4 per egress server, 4 MiB; past that a copy splices): `BenchmarkRelay64MiB`
 		60 -> 40 ms, `skill run` 66-71% -> 77% of direct. The per-connection cost is the hop
-		itself: one more accept, connect and pair of wake-ups per connection; the relay's own
-		checks (parse the request, match the policy, write it again) are under 10% of its CPU
-		profile and the relay measures at or below the plain forwarder (the floor rows above:
-		hack/hopfloor). Neither target is reachable by a relay that checks every connection in
-		user space on this machine. A socket handed to the sandbox already connected to the origin
+		itself: one more accept, connect and pair of wake-ups per connection. The plain forwarder
+		(the floor rows above: hack/hopfloor) costs 0.28-0.68 ms per connection across the runs of
+		2026-11-25, the relay 0.51-0.67 ms; its own checks (parse the request, match the policy,
+		write it again, follow the response) add up to ~0.1-0.25 ms of that, ~100-150 us in the
+		in-process `BenchmarkRelaySmall` against a bare forwarder. Neither target is reachable by
+		a relay that checks every connection in user space on this machine: the hop alone is over
+		0.2 ms and its copy alone under 90%. A socket handed to the sandbox already connected to the origin
 		(seccomp user notification on connect) would remove the hop but not the bytes' checks:
 		SNI and the Host header must be read before the origin sees them.
 	EOF
