@@ -103,3 +103,52 @@ func BenchmarkDirectSmall(b *testing.B) {
 		c.Close()
 	}
 }
+
+// BenchmarkForwardSmall is BenchmarkRelaySmall through a bare forwarder
+// (accept, dial, copy both ways; no checks): what one hop costs in this
+// process, the floor the relay's own checks are read against.
+func BenchmarkForwardSmall(b *testing.B) {
+	port := benchOrigin(b)
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	origin := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}
+	go func() {
+		for {
+			c, err := l.AcceptTCP()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.DialTCP("tcp4", nil, origin)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				done := make(chan struct{})
+				go func() { _, _ = io.Copy(c, u); _ = c.CloseWrite(); close(done) }()
+				_, _ = io.Copy(u, c)
+				_ = u.CloseWrite()
+				<-done
+			}()
+		}
+	}()
+	req := fmt.Sprintf("GET /small HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", port)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := net.Dial("tcp4", l.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.WriteString(c, req)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		c.Close()
+	}
+}
