@@ -59,10 +59,16 @@ func benchRelay(b *testing.B, path string) {
 			go func() { defer c.Close(); s.relay(context.Background(), c, nil, "api.test", port) }()
 		}
 	}()
+	benchClient(b, l.Addr().String(), path, port)
+}
+
+// benchClient makes b.N requests for path, one connection each, to addr
+// (the origin on port, or a hop to it), reading each whole answer.
+func benchClient(b *testing.B, addr, path string, port int) {
 	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", path, port)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c, err := net.Dial("tcp4", l.Addr().String())
+		c, err := net.Dial("tcp4", addr)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -86,22 +92,7 @@ func BenchmarkRelaySmall(b *testing.B) { benchRelay(b, "/small") }
 // origin: the floor the relay's per-connection cost is read against.
 func BenchmarkDirectSmall(b *testing.B) {
 	port := benchOrigin(b)
-	req := fmt.Sprintf("GET /small HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", port)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		c, err := net.Dial("tcp4", addr)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.WriteString(c, req)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		c.Close()
-	}
+	benchClient(b, fmt.Sprintf("127.0.0.1:%d", port), "/small", port)
 }
 
 // BenchmarkForwardSmall is BenchmarkRelaySmall through a bare forwarder
@@ -136,19 +127,5 @@ func BenchmarkForwardSmall(b *testing.B) {
 			}()
 		}
 	}()
-	req := fmt.Sprintf("GET /small HTTP/1.1\r\nHost: api.test:%d\r\nConnection: close\r\n\r\n", port)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		c, err := net.Dial("tcp4", l.Addr().String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.WriteString(c, req)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		c.Close()
-	}
+	benchClient(b, l.Addr().String(), "/small", port)
 }
