@@ -249,15 +249,21 @@ func (d *Driver) bundleDir(id string) string  { return filepath.Join(d.sandboxDi
 // ContainerID is the container that runs sandbox id.
 func ContainerID(id string) string { return ContainerPrefix + id }
 
-// lock serialises the mutations of one sandbox.
-func (d *Driver) lock(id string) func() {
+// mutex returns the mutex of sandbox id, made on first use.
+func (d *Driver) mutex(id string) *sync.Mutex {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	l, ok := d.locks[id]
 	if !ok {
 		l = &sync.Mutex{}
 		d.locks[id] = l
 	}
-	d.mu.Unlock()
+	return l
+}
+
+// lock serialises the mutations of one sandbox.
+func (d *Driver) lock(id string) func() {
+	l := d.mutex(id)
 	l.Lock()
 	return l.Unlock
 }
@@ -265,13 +271,7 @@ func (d *Driver) lock(id string) func() {
 // tryLock is lock without waiting: ok is false while another goroutine
 // changes the sandbox.
 func (d *Driver) tryLock(id string) (unlock func(), ok bool) {
-	d.mu.Lock()
-	l, ok := d.locks[id]
-	if !ok {
-		l = &sync.Mutex{}
-		d.locks[id] = l
-	}
-	d.mu.Unlock()
+	l := d.mutex(id)
 	if !l.TryLock() {
 		return nil, false
 	}

@@ -284,22 +284,27 @@ func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging
 	}
 	env := map[string]string{}
 	script := []string{"set -eu", "exec >>/workspace/build.log 2>&1"}
-	grant := func(a *indexAccess) {
+	// grant gives the build network access to an index (raw, or def when
+	// unset; synthetic names one given by address).
+	grant := func(raw, def, synthetic string) (*indexAccess, error) {
+		if raw == "" {
+			raw = def
+		}
+		a, err := access(ctx, raw, synthetic, lookup)
+		if err != nil {
+			return nil, err
+		}
 		opts.AllowHosts = append(opts.AllowHosts, a.Allow)
 		if a.Resolve != "" {
 			opts.Resolve = append(opts.Resolve, a.Resolve)
 		}
+		return a, nil
 	}
 	if py := plan.Python; py != nil {
-		raw := m.Index.PipIndexURL
-		if raw == "" {
-			raw = DefaultPipIndex
-		}
-		a, err := access(ctx, raw, "pypi.index.skillrun.internal", lookup)
+		a, err := grant(m.Index.PipIndexURL, DefaultPipIndex, "pypi.index.skillrun.internal")
 		if err != nil {
 			return "", nil, opts, err
 		}
-		grant(a)
 		site := filepath.Join("python", "lib", py.Name, "site-packages")
 		if err := os.MkdirAll(filepath.Join(staging, site), 0o755); err != nil {
 			return "", nil, opts, err
@@ -358,15 +363,10 @@ func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging
 		mk.PythonName = py.Name
 	}
 	if nd := plan.Node; nd != nil {
-		raw := m.Index.NpmRegistry
-		if raw == "" {
-			raw = DefaultNpmRegistry
-		}
-		a, err := access(ctx, raw, "npm.index.skillrun.internal", lookup)
+		a, err := grant(m.Index.NpmRegistry, DefaultNpmRegistry, "npm.index.skillrun.internal")
 		if err != nil {
 			return "", nil, opts, err
 		}
-		grant(a)
 		nodeDir := filepath.Join(staging, "node")
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return "", nil, opts, err
