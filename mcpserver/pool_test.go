@@ -131,21 +131,7 @@ func TestPoolCancelWarmCall(t *testing.T) {
 	}
 	cancel()
 	<-done
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		f.mu.Lock()
-		err, ended := f.ended[id]
-		deleted := f.deleted[id]
-		f.mu.Unlock()
-		if ended && deleted {
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("warm sandbox ended with %v", err)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("warm sandbox %s not stopped after cancel", id)
-		}
-	}
+	f.waitCancelled(t, id)
 }
 
 // TestPoolRecyclesOld: a sandbox that waited longer than PoolMaxAge is

@@ -148,6 +148,13 @@ func connectOpts(t *testing.T, o Options) (*Server, *mcp.ClientSession) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	return s, connectClient(t, s, nil)
+}
+
+// connectClient connects the SDK's client to s over in-memory
+// transports; setup, when not nil, readies the client first.
+func connectClient(t *testing.T, s *Server, setup func(c *mcp.Client)) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	ss, err := s.MCP().Connect(ctx, st, nil)
@@ -155,12 +162,15 @@ func connectOpts(t *testing.T, o Options) (*Server, *mcp.ClientSession) {
 		t.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	if setup != nil {
+		setup(c)
+	}
 	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Close(); cancel() })
-	return s, cs
+	return cs
 }
 
 func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, skill.Result) {
@@ -336,22 +346,27 @@ func TestCancelKillsSandbox(t *testing.T) {
 	// The server hears notifications/cancelled and the run's context ends:
 	// the runtime's Run returns (it kills the container) and the runner
 	// deletes it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	f.waitCancelled(t, id)
+}
+
+// waitCancelled waits until the sandbox id's run has ended, with
+// context.Canceled, and the sandbox is deleted.
+func (f *fakeRT) waitCancelled(t *testing.T, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		f.mu.Lock()
 		err, ended := f.ended[id]
 		deleted := f.deleted[id]
 		f.mu.Unlock()
 		if ended && deleted {
 			if !errors.Is(err, context.Canceled) {
-				t.Errorf("sandbox run ended with %v", err)
+				t.Errorf("sandbox %s ended with %v", id, err)
 			}
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("sandbox %s not stopped after cancel (ended=%v deleted=%v)", id, ended, deleted)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -25,25 +25,14 @@ func skillsClient(t *testing.T, dirs ...string) (*Server, *mcp.ClientSession) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	ss, err := s.MCP().Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	if err := mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](c, "skills/list"); err != nil {
-		t.Fatal(err)
-	}
-	if err := mcp.AddSendingCustomMethod[*SkillsGetParams, *SkillsGetResult](c, "skills/get"); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := c.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close(); ss.Close(); cancel() })
-	return s, cs
+	return s, connectClient(t, s, func(c *mcp.Client) {
+		if err := mcp.AddSendingCustomMethod[*SkillsListParams, *SkillsListResult](c, "skills/list"); err != nil {
+			t.Fatal(err)
+		}
+		if err := mcp.AddSendingCustomMethod[*SkillsGetParams, *SkillsGetResult](c, "skills/get"); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestSkillsExtension: the server announces io.modelcontextprotocol/skills;

@@ -543,6 +543,11 @@ r.on('error', e => { out.proxy_err = e.code; fin(); });
 		"package/install.js":   script,
 		"package/index.js":     "module.exports = 1;\n",
 	}
+	return targz(files)
+}
+
+// targz is a gzipped tar of files (name: content), mode 0644, time 0.
+func targz(files map[string]string) []byte {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
@@ -634,18 +639,9 @@ setup(name=%q, version="1.0.0", packages=[%q])
 		root + "PKG-INFO": fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: 1.0.0\n", name),
 		root + "setup.py": setup,
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for n, body := range files {
-		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0)})
-		tw.Write([]byte(body))
-	}
-	tw.Close()
-	gz.Close()
 	d := filepath.Join(ix.dir, "simple", name)
 	os.MkdirAll(d, 0o755)
-	if err := os.WriteFile(filepath.Join(d, name+"-1.0.0.tar.gz"), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(d, name+"-1.0.0.tar.gz"), targz(files), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -48,6 +48,21 @@ type mode struct {
 
 const testUserDefault = "skillrun-test"
 
+// rootOnly returns the root mode for a test that only runs as root,
+// skipping it with why otherwise.
+func rootOnly(t *testing.T, why string) *mode {
+	t.Helper()
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root" + why)
+	}
+	m := &mode{name: "root", uid: 0, gid: 0}
+	m.tmp = privateTmp(t, m)
+	return m
+}
+
 // modes returns the modes to run: root when the suite runs as root, and
 // the unprivileged user (created by hack/ensure-test-user.sh). A mode that
 // cannot run is skipped with the reason, never passed silently.

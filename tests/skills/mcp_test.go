@@ -289,14 +289,7 @@ func TestMCPServeHTTP(t *testing.T) {
 // sandbox keeps running, orphaned) and starts it again: the new server
 // removes the orphan's container and bundle at start, before any call.
 func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root (checks the orphaned sandbox's process from the host)")
-	}
-	m := &mode{name: "root"}
-	m.tmp = privateTmp(t, m)
+	m := rootOnly(t, " (checks the orphaned sandbox's process from the host)")
 	start := func() (*exec.Cmd, *mcp.ClientSession) {
 		// Cold sandboxes (--pool 0) outlive a killed server; warm ones
 		// kill themselves (TestMCPPoolKilledServer).

@@ -245,14 +245,7 @@ func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 // file ever appears (no pooled entry point ran on an empty input), and
 // the next server start removes the rest (state, cgroups, bundles).
 func TestMCPPoolKilledServer(t *testing.T) {
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root (checks the orphaned sandboxes' processes from the host)")
-	}
-	m := &mode{name: "root"}
-	m.tmp = privateTmp(t, m)
+	m := rootOnly(t, " (checks the orphaned sandboxes' processes from the host)")
 	ws := ownedDir(t, m)
 	start := func(pool string) (*exec.Cmd, *mcp.ClientSession) {
 		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", eager(),
@@ -341,14 +334,7 @@ func TestMCPPoolKilledServer(t *testing.T) {
 // starting the entry point at the call: afterwards nothing runs without
 // a call (one file per call).
 func TestMCPPoolSkillIgnoringInput(t *testing.T) {
-	if binaryErr != nil {
-		t.Fatal(binaryErr)
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: needs root")
-	}
-	m := &mode{name: "root"}
-	m.tmp = privateTmp(t, m)
+	m := rootOnly(t, "")
 	ws := ownedDir(t, m)
 	dir := filepath.Join(repo, "tests", "skills", "testdata", "noinput")
 	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", dir,
