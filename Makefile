@@ -52,7 +52,7 @@ cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compi
 	# libcontainer needs cgo (nsenter); the arm64 build has no libseccomp.
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build -tags "osusergo netgo" -ldflags '-extldflags "-static"' -o bin/skillrun-linux-arm64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
-	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runtime/skill ./cmd/skillrun; do \
+	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runner ./cmd/skillrun; do \
 		GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o /dev/null $$p || exit 1; done
 
 bench: static lcfloor ## compare skillrun with runc, crun, bwrap, bare python3 and libcontainer's floor

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // tcpPair returns the two ends of a loopback TCP connection.
@@ -34,7 +36,7 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 // (every copy splices), then more streams at once than it has buffers;
 // it checks every byte, the counts, and that every buffer came back.
 func TestCopyBulk(t *testing.T) {
-	s := newServer(&Policy{})
+	s := newServer(&policy.Policy{})
 	s.bulk = newBulkBuffers(2)
 	a, _ := s.bulk.get()
 	b, _ := s.bulk.get()

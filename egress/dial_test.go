@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // rebindServer is a server whose host lookups answer addrs and whose
@@ -24,12 +26,12 @@ var errNoDial = errors.New("test: not dialled")
 
 func newRebindServer(t *testing.T, port int, addrs ...string) *rebindServer {
 	t.Helper()
-	r, err := ParseRule(fmt.Sprintf("api.test:%d", port))
+	r, err := policy.ParseRule(fmt.Sprintf("api.test:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rs := &rebindServer{}
-	pol := &Policy{Rules: []Rule{r}, LookupNetIP: func(_ context.Context, _, host string) ([]netip.Addr, error) {
+	pol := &policy.Policy{Rules: []policy.Rule{r}, LookupNetIP: func(_ context.Context, _, host string) ([]netip.Addr, error) {
 		rs.mu.Lock()
 		rs.lookups = append(rs.lookups, host)
 		rs.mu.Unlock()

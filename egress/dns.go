@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // dnsTTL is the TTL of the synthetic answers (they never change for the
@@ -77,7 +79,7 @@ func (s *server) answer(q []byte) []byte {
 		return build(rh, &question, nil)
 	}
 	raw := question.Name.String()
-	name, err := NormalizeName(raw)
+	name, err := policy.NormalizeName(raw)
 	switch {
 	case err != nil:
 		s.refuse(printable(raw), 0, "DNS: malformed name")
@@ -86,7 +88,7 @@ func (s *server) answer(q []byte) []byte {
 	case question.Class != dnsmessage.ClassINET:
 		rh.RCode = dnsmessage.RCodeRefused
 		return build(rh, &question, nil)
-	case !s.policy.allowsName(name):
+	case !s.policy.AllowsName(name):
 		s.refuse(name, 0, "DNS: name not allowed")
 		rh.RCode = dnsmessage.RCodeNameError
 		return build(rh, &question, nil)

@@ -13,8 +13,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/skillrun/skillrun/egress/nsinit"
 	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/egress/nsinit"
 )
 
 // handoffTimeout bounds each side's wait for the other.

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/egress/nsinit"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE`, the
@@ -39,7 +40,7 @@ func HelperMain(args []string) error {
 	if len(args) != 2 {
 		return errors.New("egress helper: want ALLOW RESOLVE")
 	}
-	pol, err := PolicyFromAnnotations(args[0], args[1])
+	pol, err := policy.FromAnnotations(args[0], args[1])
 	if err != nil {
 		return fmt.Errorf("egress helper: %w", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // recorder keeps every byte read through it, to replay them upstream,
@@ -80,7 +82,7 @@ func hostMatches(host, name string, port int) bool {
 	if p != "" && p != strconv.Itoa(port) {
 		return false
 	}
-	n, err := NormalizeName(h)
+	n, err := policy.NormalizeName(h)
 	return err == nil && n == name
 }
 
@@ -122,7 +124,7 @@ func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name str
 			s.refuse(name, port, "TLS: ClientHello without a server name (SNI)")
 			return
 		}
-		if n, _ := NormalizeName(sni); n != name {
+		if n, _ := policy.NormalizeName(sni); n != name {
 			s.refuse(name, port, "TLS: server name (SNI) %q does not match", printable(sni))
 			return
 		}
@@ -568,13 +570,13 @@ func (s *server) target(c net.Conn, hostport string, defPort int) (string, int, 
 		proxyError(c, http.StatusForbidden, "skillrun egress: IP addresses are not allowed, only the skill's declared host names")
 		return "", 0, false
 	}
-	name, err := NormalizeName(h)
+	name, err := policy.NormalizeName(h)
 	if err != nil {
 		s.refuse(printable(h), port, "proxy: malformed name")
 		proxyError(c, http.StatusForbidden, "skillrun egress: malformed host name")
 		return "", 0, false
 	}
-	if !s.policy.allows(name, port) {
+	if !s.policy.Allows(name, port) {
 		s.refuse(name, port, "not allowed")
 		proxyError(c, http.StatusForbidden, "skillrun egress: "+name+":"+strconv.Itoa(port)+" is not in the skill's network allowlist")
 		return "", 0, false

@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // benchOrigin serves /big (64 MiB, Content-Length) and /small.
@@ -40,11 +42,11 @@ func benchOrigin(b *testing.B) int {
 // answer read by the client.
 func benchRelay(b *testing.B, path string) {
 	port := benchOrigin(b)
-	r, err := ParseRule(fmt.Sprintf("api.test:%d", port))
+	r, err := policy.ParseRule(fmt.Sprintf("api.test:%d", port))
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newServer(&Policy{Rules: []Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
+	s := newServer(&policy.Policy{Rules: []policy.Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
 	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // The relay's checks, each judged by what a test origin on 127.0.0.1
@@ -121,13 +123,13 @@ func (o *testOrigin) settled(t *testing.T) (conns int, raw string, served []stri
 
 // testPolicy allows api.test on the origin's port and maps it to
 // 127.0.0.1.
-func testPolicy(t *testing.T, port int) *Policy {
+func testPolicy(t *testing.T, port int) *policy.Policy {
 	t.Helper()
-	r, err := ParseRule(fmt.Sprintf("api.test:%d", port))
+	r, err := policy.ParseRule(fmt.Sprintf("api.test:%d", port))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Policy{Rules: []Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}}
+	return &policy.Policy{Rules: []policy.Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}}
 }
 
 // exchange serves one connection with serve (the sandbox's side of it),

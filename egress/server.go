@@ -7,10 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // Limits of the server.
@@ -25,51 +26,6 @@ const (
 	// dialTimeout bounds the connection to the real host.
 	dialTimeout = 10 * time.Second
 )
-
-// Policy is what a sandbox may reach.
-type Policy struct {
-	// Rules are the allowed host:port pairs.
-	Rules []Rule
-	// Resolve maps "name:port" to the address connections go to,
-	// instead of looking the name up; a mapped address may be private.
-	Resolve map[string]netip.Addr
-	// LookupNetIP resolves a name on the host; nil uses net.DefaultResolver.
-	LookupNetIP func(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
-// allowsName reports whether some rule allows name on some port.
-func (p *Policy) allowsName(name string) bool {
-	for _, r := range p.Rules {
-		if r.MatchName(name) {
-			return true
-		}
-	}
-	return false
-}
-
-// allows reports whether some rule allows name:port.
-func (p *Policy) allows(name string, port int) bool {
-	for _, r := range p.Rules {
-		if r.Match(name, port) {
-			return true
-		}
-	}
-	return false
-}
-
-// Ports returns the distinct ports of the rules, sorted.
-func (p *Policy) Ports() []int {
-	seen := map[int]bool{}
-	var ports []int
-	for _, r := range p.Rules {
-		if !seen[r.Port] {
-			seen[r.Port] = true
-			ports = append(ports, r.Port)
-		}
-	}
-	sort.Ints(ports)
-	return ports
-}
 
 // Refusal is one refused attempt (counted when repeated).
 type Refusal struct {
@@ -124,7 +80,7 @@ func (s *Sockets) Close() {
 
 // server is the state of one Serve.
 type server struct {
-	policy *Policy
+	policy *policy.Policy
 	mu     sync.Mutex
 	byName map[string]netip.Addr
 	byAddr map[netip.Addr]string
@@ -142,7 +98,7 @@ type server struct {
 // Serve serves the sockets with the policy until ctx ends, then closes
 // them and every relayed connection and returns what it saw. It takes
 // ownership of socks.
-func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
+func Serve(ctx context.Context, socks *Sockets, p *policy.Policy) *Report {
 	s := newServer(p)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,7 +127,7 @@ func Serve(ctx context.Context, socks *Sockets, p *Policy) *Report {
 	return &r
 }
 
-func newServer(p *Policy) *server {
+func newServer(p *policy.Policy) *server {
 	return &server{
 		policy: p,
 		byName: map[string]netip.Addr{},
@@ -294,7 +250,7 @@ func (s *server) handle(ctx context.Context, port int, c *net.TCPConn) {
 			s.refuse(local.String(), port, "address not given out by the sandbox's DNS")
 			return
 		}
-		if !s.policy.allows(name, port) {
+		if !s.policy.Allows(name, port) {
 			s.refuse(name, port, "port not allowed for this host")
 			return
 		}
@@ -323,7 +279,7 @@ func (s *server) dial(ctx context.Context, name string, port int) (*net.TCPConn,
 			return nil, fmt.Errorf("host lookup failed")
 		}
 		for _, a := range found {
-			if !IsPublic(a) {
+			if !policy.IsPublic(a) {
 				return nil, fmt.Errorf("resolves to a non-public address %s (map it with --resolve to allow it)", a.Unmap())
 			}
 			addrs = append(addrs, a.Unmap())

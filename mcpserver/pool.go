@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -16,7 +16,7 @@ import (
 // it is recycled, when Options.PoolMaxAge is 0.
 const DefaultPoolMaxAge = 10 * time.Minute
 
-// pool keeps up to size launched sandboxes of one skill (skill.Sandbox:
+// pool keeps up to size launched sandboxes of one skill (runner.Sandbox:
 // entry point started, waiting for its input). A call takes one or, when
 // none is ready, runs cold: a flood of calls degrades to cold runs and
 // never waits for the pool. One goroutine refills the pool one sandbox at
@@ -25,7 +25,7 @@ const DefaultPoolMaxAge = 10 * time.Minute
 type pool struct {
 	rt     runtime.Runtime
 	sk     *spec.Skill
-	opts   skill.Options
+	opts   runner.Options
 	size   int
 	maxAge time.Duration
 	warn   func(string)
@@ -37,7 +37,7 @@ type pool struct {
 
 	mu       sync.Mutex
 	lastTake time.Time
-	when     skill.StartEntry // EntryAtCall once the skill showed it ignores its input
+	when     runner.StartEntry // EntryAtCall once the skill showed it ignores its input
 	ready    []*member
 	closing  sync.WaitGroup // members taken and being destroyed
 	stats    poolStats
@@ -49,7 +49,7 @@ type poolStats struct {
 }
 
 type member struct {
-	sb     *skill.Sandbox
+	sb     *runner.Sandbox
 	born   time.Time
 	cancel context.CancelFunc
 }
@@ -62,7 +62,7 @@ func (m *member) destroy() {
 }
 
 // newPool starts the refill loop of a pool for sk.
-func newPool(rt runtime.Runtime, sk *spec.Skill, opts skill.Options, size int, maxAge time.Duration, warn func(string)) *pool {
+func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string)) *pool {
 	if maxAge <= 0 {
 		maxAge = DefaultPoolMaxAge
 	}
@@ -119,8 +119,8 @@ func (p *pool) takeIfAny() *member {
 // before its call: the skill does not wait for its input, so starting it
 // ahead runs it before any call (p.mu held).
 func (p *pool) checkEntry(m *member) {
-	if p.when == skill.EntryAtLaunch && m.sb.EntryEnded() {
-		p.when = skill.EntryAtCall
+	if p.when == runner.EntryAtLaunch && m.sb.EntryEnded() {
+		p.when = runner.EntryAtCall
 		if p.warn != nil {
 			p.warn(fmt.Sprintf("skill %q does not wait for its input: its warm sandboxes start it when the call comes from now on", p.sk.Name))
 		}
@@ -230,7 +230,7 @@ func (p *pool) launch() error {
 	p.mu.Lock()
 	when := p.when
 	p.mu.Unlock()
-	sb, refused, err := skill.Prepare(ctx, p.rt, p.sk, p.opts, when)
+	sb, refused, err := runner.Prepare(ctx, p.rt, p.sk, p.opts, when)
 	if err == nil && refused != nil {
 		err = fmt.Errorf("%w: %s", errRefused, refused.Error)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -174,7 +174,7 @@ func TestPoolDrainedWhenSkillGoes(t *testing.T) {
 	}
 	f := newFake()
 	tmp := t.TempDir()
-	s, err := New(Options{Runtime: f, Dirs: []string{root}, Run: skill.Options{TempDir: tmp}, Pool: 1})
+	s, err := New(Options{Runtime: f, Dirs: []string{root}, Run: runner.Options{TempDir: tmp}, Pool: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -30,7 +30,7 @@ type Options struct {
 	// Run holds the operator's grants and limits (workspace, network,
 	// env, ...). Every call runs with exactly these: a call only brings
 	// its input and cannot widen them.
-	Run skill.Options
+	Run runner.Options
 	// Name and Version identify the server to clients.
 	Name, Version string
 	// Pool is how many warm sandboxes each skill keeps launched ahead of
@@ -340,24 +340,24 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
-		var res *skill.Result
+		var res *runner.Result
 		var err error
 		if _, verr := sk.ValidateInput(input); verr != nil {
-			err = &skill.InputError{Err: verr} // no sandbox spent on it
+			err = &runner.InputError{Err: verr} // no sandbox spent on it
 		} else if m := p.takeIfAny(); m != nil {
 			res, err = m.sb.Call(ctx, input)
 			// Destroyed in the background: the answer does not wait
 			// for the container's deletion (Close waits for it).
 			go p.release(m)
-			if errors.Is(err, skill.ErrSandboxEnded) && ctx.Err() == nil {
+			if errors.Is(err, runner.ErrSandboxEnded) && ctx.Err() == nil {
 				res, err = nil, nil // it died waiting: nothing ran, run cold
 			}
 		}
 		if res == nil && err == nil {
-			res, err = skill.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+			res, err = runner.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
 		}
 		if err != nil {
-			if skill.IsInputError(err) {
+			if runner.IsInputError(err) {
 				return toolError(fmt.Sprintf("invalid input for skill %q: %v", sk.Name, err)), nil
 			}
 			return toolError(fmt.Sprintf("skillrun could not run skill %q: %v", sk.Name, err)), nil
@@ -371,7 +371,7 @@ var errShutdown = errors.New("the server is shutting down")
 // resultOf turns a skill result into a tool result: the envelope as
 // structured content and as JSON text (for clients that read only text),
 // with a one-line explanation first when the skill failed or was stopped.
-func resultOf(res *skill.Result) *mcp.CallToolResult {
+func resultOf(res *runner.Result) *mcp.CallToolResult {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return toolError(fmt.Sprintf("encode result of skill %q: %v", res.Skill, err))
@@ -385,11 +385,11 @@ func resultOf(res *skill.Result) *mcp.CallToolResult {
 }
 
 // failure says in one line why a run did not succeed.
-func failure(res *skill.Result) string {
+func failure(res *runner.Result) string {
 	switch res.StoppedReason {
-	case skill.StoppedPolicy:
+	case runner.StoppedPolicy:
 		return fmt.Sprintf("policy refusal: skill %q needs a grant the server operator did not give: %s", res.Skill, res.Error)
-	case skill.StoppedTimeout:
+	case runner.StoppedTimeout:
 		return fmt.Sprintf("timeout: skill %q %s", res.Skill, res.Error)
 	case "":
 		return fmt.Sprintf("skill %q failed: exit code %d", res.Skill, res.ExitCode)

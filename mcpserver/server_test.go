@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -133,7 +133,7 @@ func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {
 
 // connect serves the example skills through rt on an in-memory transport
 // and returns a connected client session.
-func connect(t *testing.T, rt runtime.Runtime, run skill.Options) (*Server, *mcp.ClientSession) {
+func connect(t *testing.T, rt runtime.Runtime, run runner.Options) (*Server, *mcp.ClientSession) {
 	t.Helper()
 	return connectOpts(t, Options{Runtime: rt, Run: run})
 }
@@ -173,13 +173,13 @@ func connectClient(t *testing.T, s *Server, setup func(c *mcp.Client)) *mcp.Clie
 	return cs
 }
 
-func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, skill.Result) {
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, runner.Result) {
 	t.Helper()
 	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: args})
 	if err != nil {
 		t.Fatalf("call %v: %v", args, err)
 	}
-	var res skill.Result
+	var res runner.Result
 	if r.StructuredContent != nil {
 		b, _ := json.Marshal(r.StructuredContent)
 		if err := json.Unmarshal(b, &res); err != nil {
@@ -200,7 +200,7 @@ func text(r *mcp.CallToolResult) string {
 }
 
 func TestListToolsMatchesInspect(t *testing.T) {
-	s, cs := connect(t, newFake(), skill.Options{})
+	s, cs := connect(t, newFake(), runner.Options{})
 	lr, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +256,7 @@ func TestListToolsMatchesInspect(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	f := newFake()
-	_, cs := connect(t, f, skill.Options{})
+	_, cs := connect(t, f, runner.Options{})
 	ctx := context.Background()
 	r, res := call(t, ctx, cs, map[string]any{"expression": "1+1"})
 	if r.IsError || !res.OK || fmt.Sprint(res.Output) != "map[result:1+1]" {
@@ -283,16 +283,16 @@ func TestCall(t *testing.T) {
 
 func TestTimeoutIsToolError(t *testing.T) {
 	f := newFake()
-	_, cs := connect(t, f, skill.Options{Timeout: 200 * time.Millisecond})
+	_, cs := connect(t, f, runner.Options{Timeout: 200 * time.Millisecond})
 	r, res := call(t, context.Background(), cs, map[string]any{"expression": "block"})
-	if !r.IsError || res.StoppedReason != skill.StoppedTimeout || !strings.HasPrefix(text(r), "timeout: ") {
+	if !r.IsError || res.StoppedReason != runner.StoppedTimeout || !strings.HasPrefix(text(r), "timeout: ") {
 		t.Errorf("timeout: isError=%v result=%+v\n%s", r.IsError, res, text(r))
 	}
 }
 
 func TestPolicyRefusalIsToolError(t *testing.T) {
 	f := newFake()
-	s, err := New(Options{Runtime: f, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: skill.Options{TempDir: t.TempDir()}})
+	s, err := New(Options{Runtime: f, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: runner.Options{TempDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,13 +320,13 @@ func TestPolicyRefusalIsToolError(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	f := newFake()
-	_, cs := connect(t, f, skill.Options{})
+	_, cs := connect(t, f, runner.Options{})
 	concurrentBarrierCalls(t, f, cs, 4)
 }
 
 func TestCancelKillsSandbox(t *testing.T) {
 	f := newFake()
-	_, cs := connect(t, f, skill.Options{})
+	_, cs := connect(t, f, runner.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -387,7 +387,7 @@ func TestWatchListChanged(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(root, "calculator"), os.DirFS(filepath.Join(ex, "calculator"))); err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Runtime: newFake(), Dirs: []string{root}, Run: skill.Options{TempDir: t.TempDir()}})
+	s, err := New(Options{Runtime: newFake(), Dirs: []string{root}, Run: runner.Options{TempDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

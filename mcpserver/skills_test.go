@@ -14,14 +14,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 )
 
 // skillsClient connects the SDK's client, with skills/list and
 // skills/get registered, to a server of the example skills.
 func skillsClient(t *testing.T, dirs ...string) (*Server, *mcp.ClientSession) {
 	t.Helper()
-	s, err := New(Options{Runtime: newFake(), Dirs: dirs, Run: skill.Options{TempDir: t.TempDir()}})
+	s, err := New(Options{Runtime: newFake(), Dirs: dirs, Run: runner.Options{TempDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

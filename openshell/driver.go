@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillrun/skillrun/internal/safefs"
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 	"github.com/skillrun/skillrun/runtime"
 )
@@ -326,7 +327,7 @@ func (d *Driver) writeRecord(id string, r *record) error {
 	if err != nil {
 		return err
 	}
-	return runtime.WriteFileDurable(d.recordPath(id), data, 0o600)
+	return safefs.WriteFileDurable(d.recordPath(id), data, 0o600)
 }
 
 // sandboxOf decodes a record's sandbox.
@@ -534,7 +535,7 @@ func (d *Driver) create(ctx context.Context, sb *pb.DriverSandbox) error {
 	if err != nil {
 		return err
 	}
-	if err := runtime.WriteFileDurable(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+	if err := safefs.WriteFileDurable(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return err
 	}
 	if err := d.start(ctx, id); err != nil {

@@ -71,20 +71,12 @@ type CreateOpts struct {
 	// connection to the new container's init, which binds the sandbox's
 	// DNS, proxy and capture sockets in its network namespace and hands
 	// them over it.
-	// A spec with the AnnotationNetworkAllow annotation is refused
+	// A spec with the allowlist annotation (policy.AnnotationAllow, in
+	// package egress/policy) is refused
 	// without one (fail closed); back ends without network namespaces
 	// refuse it.
 	EgressSocket string
 }
-
-// AnnotationNetworkAllow on a spec asks for a per-host network allowlist
-// (comma-separated host:port rules, see package egress) instead of an
-// empty network namespace.
-const AnnotationNetworkAllow = "run.skillrun.network.allow"
-
-// AnnotationNetworkResolve maps allowed names to addresses for such a
-// spec (comma-separated name:port:address, like curl's --resolve).
-const AnnotationNetworkResolve = "run.skillrun.network.resolve"
 
 // RunOpts are the options of Run on top of CreateOpts.
 type RunOpts struct {

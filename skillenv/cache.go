@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/internal/safefs"
 )
 
 // MarkerFile is written last into a complete environment.
@@ -212,7 +212,7 @@ func Digest(root string) (string, int, int64, error) {
 		case m.IsRegular():
 			files++
 			size += fi.Size()
-			f, err := runtime.OpenBeneath(root, rel)
+			f, err := safefs.OpenBeneath(root, rel)
 			if err != nil {
 				return "", 0, 0, err
 			}
@@ -296,10 +296,10 @@ func seal(root string) error {
 }
 
 // fixMode sets the owner and mode of root/rel through a descriptor
-// (runtime.OpenBeneath). A file its owner cannot open (a non-root cache, mode
+// (safefs.OpenBeneath). A file its owner cannot open (a non-root cache, mode
 // 0000) is changed by path: only the caller's own files are there.
 func fixMode(root, rel string, uid, gid int, perm os.FileMode) error {
-	f, err := runtime.OpenBeneath(root, rel)
+	f, err := safefs.OpenBeneath(root, rel)
 	if err != nil {
 		if os.Geteuid() != 0 && errors.Is(err, os.ErrPermission) {
 			p := filepath.Join(root, rel)

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // Default package indexes.
@@ -181,14 +181,14 @@ func access(ctx context.Context, raw, synth string, lookup func(context.Context,
 		}
 		public := false
 		for _, ad := range addrs {
-			public = public || egress.IsPublic(ad)
+			public = public || policy.IsPublic(ad)
 		}
 		if !public && len(addrs) > 0 {
 			a.Resolve = fmt.Sprintf("%s:%d:%s", host, port, addrs[0].Unmap())
 		}
 	}
 	hp := net.JoinHostPort(host, strconv.Itoa(port))
-	if _, err := egress.ParseRule(hp); err != nil {
+	if _, err := policy.ParseRule(hp); err != nil {
 		return nil, fmt.Errorf("index %q: %w", raw, err)
 	}
 	a.Allow = hp

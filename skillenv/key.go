@@ -13,7 +13,7 @@ import (
 	goruntime "runtime"
 	"strings"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -182,7 +182,7 @@ func treeSum(root string) (string, error) {
 	}
 	switch {
 	case fi.Mode().IsRegular():
-		f, err := runtime.OpenBeneath(filepath.Dir(root), filepath.Base(root))
+		f, err := safefs.OpenBeneath(filepath.Dir(root), filepath.Base(root))
 		if err != nil {
 			return "", err
 		}

@@ -17,8 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skillrun/skillrun/internal/safefs"
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -38,7 +39,7 @@ const (
 var ErrNotPrepared = errors.New("environment not prepared")
 
 // Manager prepares skills' environments in a Cache and hands them to runs
-// (it implements skill.DepsProvider). It holds no global state; one value
+// (it implements runner.DepsProvider). It holds no global state; one value
 // may serve concurrent runs.
 type Manager struct {
 	Cache Cache
@@ -53,7 +54,7 @@ type Manager struct {
 	Build bool
 	// BuildTimeout bounds one build (default DefaultBuildTimeout).
 	BuildTimeout time.Duration
-	// TempDir is where build bundles are made (skill.Options.TempDir).
+	// TempDir is where build bundles are made (runner.Options.TempDir).
 	TempDir string
 	// Progress, when set, is told what a build is doing ("" when done).
 	Progress func(msg string)
@@ -61,11 +62,11 @@ type Manager struct {
 	lookup func(context.Context, string) ([]netip.Addr, error)
 }
 
-// Acquire implements skill.DepsProvider: it returns sk's ready
+// Acquire implements runner.DepsProvider: it returns sk's ready
 // environment, building it first when it is missing or incomplete and the
 // manager may. The environment stays in use (Collect leaves it) until
 // release is called.
-func (m *Manager) Acquire(ctx context.Context, sk *spec.Skill) (*spec.DepsEnv, *skill.EnvInfo, func(), error) {
+func (m *Manager) Acquire(ctx context.Context, sk *spec.Skill) (*spec.DepsEnv, *runner.EnvInfo, func(), error) {
 	plan, err := PlanFor(sk, m.Policy)
 	if err != nil {
 		return nil, nil, nil, err
@@ -81,7 +82,7 @@ func (m *Manager) Acquire(ctx context.Context, sk *spec.Skill) (*spec.DepsEnv, *
 		return nil, nil, nil, err
 	}
 	release := func() { l.close() }
-	info := &skill.EnvInfo{Key: plan.Key}
+	info := &runner.EnvInfo{Key: plan.Key}
 	for attempt := 0; ; attempt++ {
 		if err := l.lock(unix.LOCK_SH); err != nil {
 			release()
@@ -143,7 +144,7 @@ type Report struct {
 	Node    []string `json:"node,omitempty"`
 	BuildMS int64    `json:"build_ms,omitempty"`
 	// Build is the build sandbox's result (network report, usage).
-	Build *skill.Result `json:"build,omitempty"`
+	Build *runner.Result `json:"build,omitempty"`
 }
 
 // Prepare makes sure sk's environment is complete: with verify, every file
@@ -247,7 +248,7 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 	opts.Memory, opts.Scratch, opts.Pids, opts.OutputLimit = buildMemory, buildScratch, buildPids, buildOutput
 	opts.CPUs = float64(max(1, goruntime.NumCPU()))
 	opts.TempDir = m.TempDir
-	res, err := skill.Run(ctx, m.Runtime, sk, nil, opts)
+	res, err := runner.Run(ctx, m.Runtime, sk, nil, opts)
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
@@ -276,8 +277,8 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 
 // stage writes the build's inputs into staging and returns the build
 // script, its environment and the run options granting the indexes.
-func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging string, mk *Marker) (string, map[string]string, skill.Options, error) {
-	var opts skill.Options
+func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging string, mk *Marker) (string, map[string]string, runner.Options, error) {
+	var opts runner.Options
 	lookup := m.lookup
 	if lookup == nil {
 		lookup = lookupHost
@@ -449,7 +450,7 @@ func (m *Manager) collect(plan *Plan, staging string, mk *Marker) error {
 			if err := os.WriteFile(filepath.Join(staging, "requirements.lock"), []byte(text), 0o644); err != nil {
 				return err
 			}
-			if err := runtime.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "requirements.lock"), []byte(text), 0o600); err != nil {
+			if err := safefs.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "requirements.lock"), []byte(text), 0o600); err != nil {
 				return err
 			}
 		}
@@ -465,7 +466,7 @@ func (m *Manager) collect(plan *Plan, staging string, mk *Marker) error {
 		}
 		mk.NodePackages = pkgs
 		if plan.Node.Deps.Lock == nil {
-			if err := runtime.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "package-lock.json"), b, 0o600); err != nil {
+			if err := safefs.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "package-lock.json"), b, 0o600); err != nil {
 				return err
 			}
 		}
@@ -495,7 +496,7 @@ func (m *Manager) keepLog(key, log string) string {
 	if err != nil {
 		return "no build log"
 	}
-	_ = runtime.WriteFileAtomic(m.Cache.LogPath(key), b, 0o600)
+	_ = safefs.WriteFileAtomic(m.Cache.LogPath(key), b, 0o600)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "== ") {
@@ -595,7 +596,7 @@ func chownTree(root string, uid, gid int) error {
 
 // copyPath copies the file or folder rel of the skill folder dir to
 // dst/rel: regular files and folders, symlinks as symlinks. Every file is
-// opened beneath dir without following symlinks (runtime.OpenBeneath): the skill's
+// opened beneath dir without following symlinks (safefs.OpenBeneath): the skill's
 // owner cannot swap in a link to a host file while skillrun, as root,
 // copies it into the build.
 func copyPath(dir, rel, dst string) error {
@@ -619,7 +620,7 @@ func copyPath(dir, rel, dst string) error {
 			if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
 				return err
 			}
-			return runtime.CopyBeneath(dir, r, d, 0o644)
+			return safefs.CopyBeneath(dir, r, d, 0o644)
 		}
 		return fmt.Errorf("%s: not a file, folder or symlink", r)
 	})

@@ -12,6 +12,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/runtime"
 )
 
@@ -298,11 +299,11 @@ func writeGenerated(etc string, sp *specs.Spec) error {
 	return nil
 }
 
-// writeAtomic is runtime.WriteFileAtomic with the file named in its error.
+// writeAtomic is safefs.WriteFileAtomic with the file named in its error.
 // It does not fsync: bundles are rebuilt, not recovered, after a crash,
 // and an fsync costs milliseconds on the run path.
 func writeAtomic(name string, data []byte, perm os.FileMode) error {
-	if err := runtime.WriteFileAtomic(name, data, perm); err != nil {
+	if err := safefs.WriteFileAtomic(name, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Base(name), err)
 	}
 	return nil

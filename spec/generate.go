@@ -13,7 +13,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // Annotations written on generated specs.
@@ -207,9 +207,9 @@ func annotations(s *Skill, p *Policy, platform string) map[string]string {
 		AnnotationOutput:   strconv.FormatInt(p.Output, 10),
 	}
 	if p.Network == NetworkAllowlist {
-		a[runtime.AnnotationNetworkAllow] = strings.Join(p.Hosts, ",")
+		a[policy.AnnotationAllow] = strings.Join(p.Hosts, ",")
 		if len(p.Resolve) > 0 {
-			a[runtime.AnnotationNetworkResolve] = strings.Join(p.Resolve, ",")
+			a[policy.AnnotationResolve] = strings.Join(p.Resolve, ",")
 		}
 	}
 	return a

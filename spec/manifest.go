@@ -15,7 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // ManifestFile is the sandbox manifest's file name, next to SKILL.md. A
@@ -292,7 +292,7 @@ func (m *Manifest) check() error {
 		fail("input.mode", "%q is not one of stdin, argv", m.Input.Mode)
 	}
 	for _, h := range m.Network.Hosts {
-		if _, err := egress.ParseRule(h); err != nil {
+		if _, err := policy.ParseRule(h); err != nil {
 			fail("network.hosts", "%v", err)
 		}
 	}

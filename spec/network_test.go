@@ -8,7 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 func TestNetworkAllowlistPolicy(t *testing.T) {
@@ -69,10 +69,10 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 	if !slices.ContainsFunc(sp.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace && n.Path == "" }) {
 		t.Error("allowlist without a network namespace of its own")
 	}
-	if got := sp.Annotations[runtime.AnnotationNetworkAllow]; got != "example.com:443,api.github.com:443" {
+	if got := sp.Annotations[policy.AnnotationAllow]; got != "example.com:443,api.github.com:443" {
 		t.Errorf("allow annotation = %q", got)
 	}
-	if got := sp.Annotations[runtime.AnnotationNetworkResolve]; got != "api.github.com:443:127.0.0.1" {
+	if got := sp.Annotations[policy.AnnotationResolve]; got != "api.github.com:443:127.0.0.1" {
 		t.Errorf("resolve annotation = %q", got)
 	}
 	if sp.Annotations[AnnotationNetwork] != NetworkAllowlist || !strings.Contains(sp.Annotations[AnnotationEtcGenerate], "resolv.conf") {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // Default limits, used when neither the manifest nor the operator sets one.
@@ -433,11 +433,11 @@ func pickF(vals ...float64) float64 {
 // resolveNetwork sets the policy's network from the manifest's hosts and
 // the operator's grants.
 func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
-	declared, err := egress.ParseRules(m.Network.Hosts)
+	declared, err := policy.ParseRules(m.Network.Hosts)
 	if err != nil {
 		return fmt.Errorf("%s: network.hosts: %w", ManifestFile, err)
 	}
-	extra, err := egress.ParseRules(o.allow)
+	extra, err := policy.ParseRules(o.allow)
 	if err != nil {
 		return fmt.Errorf("--allow-host: %w", err)
 	}
@@ -458,15 +458,15 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 	default:
 		return &PolicyError{Field: "--network", Reason: fmt.Sprintf("%q is not one of none, allow, host", o.network)}
 	}
-	var granted []egress.Rule
+	var granted []policy.Rule
 	if o.network == NetworkAllow {
 		granted = append(granted, declared...)
 	}
-	isDeclared := map[egress.Rule]bool{}
+	isDeclared := map[policy.Rule]bool{}
 	for _, r := range declared {
 		isDeclared[r] = true
 	}
-	have := map[egress.Rule]bool{}
+	have := map[policy.Rule]bool{}
 	for _, r := range granted {
 		have[r] = true
 	}
@@ -508,11 +508,11 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 		p.Hosts = append(p.Hosts, r.String())
 	}
 	for _, m := range o.resolve {
-		hp, addr, err := egress.ParseResolve(m)
+		hp, addr, err := policy.ParseResolve(m)
 		if err != nil {
 			return fmt.Errorf("--resolve: %w", err)
 		}
-		r, _ := egress.ParseRule(hp)
+		r, _ := policy.ParseRule(hp)
 		if !have[r] {
 			ok := false
 			for _, g := range granted {

@@ -12,9 +12,9 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/fake"
-	"github.com/skillrun/skillrun/runtime/skill"
 )
 
 type result struct {
@@ -270,8 +270,8 @@ func TestTerminalSafe(t *testing.T) {
 // are enforced (memory by rlimit) and others not (cpus: nil).
 func TestWriteResultTextPartialLimits(t *testing.T) {
 	mem, pids := int64(64<<20), int64(32)
-	res := &skill.Result{Skill: "s", Limits: &skill.Limits{MemoryBytes: &mem, Pids: &pids, NotEnforced: []string{"cpus"},
-		Enforcement: &skill.Enforcement{Memory: skill.Enforced{Limit: float64(mem), EnforcedBy: "rlimit_as", Scope: skill.ScopeProcess}}}}
+	res := &runner.Result{Skill: "s", Limits: &runner.Limits{MemoryBytes: &mem, Pids: &pids, NotEnforced: []string{"cpus"},
+		Enforcement: &runner.Enforcement{Memory: runner.Enforced{Limit: float64(mem), EnforcedBy: "rlimit_as", Scope: runner.ScopeProcess}}}}
 	var b strings.Builder
 	if err := writeResult(&b, res, "text"); err != nil {
 		t.Fatal(err)

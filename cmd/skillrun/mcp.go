@@ -16,7 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/mcpserver"
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 )
 
 // mcpCommand is the `skillrun mcp` verb family.
@@ -75,7 +75,7 @@ or --log. See docs/mcp.md.`,
 			// What a killed predecessor left (its sandboxes, warm ones
 			// included, their bundles) goes before the first call and
 			// before the pools launch.
-			skill.CollectStale(ctx, rt, opts.TempDir)
+			runner.CollectStale(ctx, rt, opts.TempDir)
 			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version,
 				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) }})
 			if err != nil {

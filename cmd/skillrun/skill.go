@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -46,7 +46,7 @@ func (e *env) failCode(code int, err error) error {
 
 // usageError reports a usage problem (exit 2).
 func (e *env) usageError(format string, a ...any) error {
-	return e.failCode(skill.ExitBadInput, fmt.Errorf(format, a...))
+	return e.failCode(runner.ExitBadInput, fmt.Errorf(format, a...))
 }
 
 // loadSkill loads the skill named by the command's only argument; an
@@ -62,7 +62,7 @@ func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 	}
 	sk, err := spec.Load(c.Args().First())
 	if err != nil {
-		return nil, e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %s", c.Args().First(), strings.ReplaceAll(err.Error(), "\n", "; ")))
+		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", c.Args().First(), strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}
 	return sk, nil
 }
@@ -86,8 +86,8 @@ func policyFlags() []cli.Flag {
 }
 
 // policyOptions reads the policy flags.
-func (e *env) policyOptions(c *cli.Context) (skill.Options, error) {
-	o := skill.Options{
+func (e *env) policyOptions(c *cli.Context) (runner.Options, error) {
+	o := runner.Options{
 		Network:    c.String("network"),
 		AllowHosts: c.StringSlice("allow-host"),
 		Resolve:    c.StringSlice("resolve"),

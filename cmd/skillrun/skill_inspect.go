@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/mcpserver"
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -39,7 +39,7 @@ func skillValidateCommand(e *env) *cli.Command {
 				fmt.Fprintf(e.stdout, "%s: ok (%s, entry %s, input %s)\n", dir, sk.Name, sk.Entry.Path, sk.Input.Source)
 			}
 			if bad > 0 {
-				return exitCodeError{skill.ExitBadInput}
+				return exitCodeError{runner.ExitBadInput}
 			}
 			return nil
 		},
@@ -228,25 +228,25 @@ func skillBundleCommand(e *env) *cli.Command {
 			if c.IsSet("input") {
 				obj, err := sk.ValidateInput([]byte(c.String("input")))
 				if err != nil {
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
 				if argv, err = sk.Argv(obj); err != nil {
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
 			}
 			out := c.String("output")
 			_, statErr := os.Stat(out)
 			existed := statErr == nil
-			if _, err := skill.Bundle(out, sk, argv, opts); err != nil {
+			if _, err := runner.Bundle(out, sk, argv, opts); err != nil {
 				if !existed {
 					os.RemoveAll(out)
 				}
 				var pe *spec.PolicyError
 				switch {
 				case errors.As(err, &pe):
-					return e.failCode(skill.ExitPolicy, fmt.Errorf("skill %q: policy refusal: %w", sk.Name, err))
-				case skill.IsInputError(err):
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+					return e.failCode(runner.ExitPolicy, fmt.Errorf("skill %q: policy refusal: %w", sk.Name, err))
+				case runner.IsInputError(err):
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
 				return fmt.Errorf("skill bundle %q: %w", sk.Name, err)
 			}

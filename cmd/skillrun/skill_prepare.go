@@ -14,8 +14,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
-	"github.com/skillrun/skillrun/runtime/skill"
 	"github.com/skillrun/skillrun/skillenv"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -115,7 +115,7 @@ those of the skills named as DIR). Prints one JSON line per skill.`,
 				}
 				sk, err := spec.Load(dir)
 				if err != nil {
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 				}
 				skills = append(skills, sk)
 			}
@@ -152,7 +152,7 @@ func (e *env) prepareGC(c *cli.Context) error {
 	for _, dir := range c.Args().Slice() {
 		sk, err := spec.Load(dir)
 		if err != nil {
-			return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+			return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 		}
 		plan, err := skillenv.PlanFor(sk, pol)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/skillrun/skillrun/runtime/skill"
+	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/skillenv"
 )
 
@@ -67,13 +67,13 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			res, err := skill.Run(ctx, rt, sk, input, opts)
+			res, err := runner.Run(ctx, rt, sk, input, opts)
 			if err != nil {
-				if skill.IsInputError(err) {
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
+				if runner.IsInputError(err) {
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
 				if errors.Is(err, skillenv.ErrNotPrepared) {
-					return e.failCode(skill.ExitBadInput, fmt.Errorf("skill run %q: %w", sk.Name, err))
+					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill run %q: %w", sk.Name, err))
 				}
 				return fmt.Errorf("skill run %q: %w", sk.Name, err)
 			}
@@ -140,7 +140,7 @@ func isTerminal(r io.Reader) bool {
 }
 
 // writeResult prints the result as JSON or as text for people.
-func writeResult(w io.Writer, res *skill.Result, format string) error {
+func writeResult(w io.Writer, res *runner.Result, format string) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
@@ -183,7 +183,7 @@ func writeResult(w io.Writer, res *skill.Result, format string) error {
 	// Each is nil when nothing enforced it (rootless without cgroups).
 	if l.MemoryBytes != nil {
 		fmt.Fprintf(&b, " memory=%s", humanBytes(*l.MemoryBytes))
-		if e := l.Enforcement; e != nil && e.Memory.Scope == skill.ScopeProcess {
+		if e := l.Enforcement; e != nil && e.Memory.Scope == runner.ScopeProcess {
 			b.WriteString("/process")
 		}
 	}

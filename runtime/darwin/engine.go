@@ -21,6 +21,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/opencontainers/runtime-spec/specs-go/features"
 
+	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/seatbelt"
 )
@@ -169,7 +170,7 @@ func (e *engine) createLocked(ctx context.Context, id, bundle string, spec *spec
 		e.warn(w.String())
 	}
 	profileFile := filepath.Join(dir, profileName)
-	if err := runtime.WriteFileDurable(profileFile, []byte(prof.Text), 0o600); err != nil {
+	if err := safefs.WriteFileDurable(profileFile, []byte(prof.Text), 0o600); err != nil {
 		return nil, fmt.Errorf("write profile: %w", err)
 	}
 	for _, d := range prof.ScratchDirs {
@@ -231,7 +232,7 @@ func (e *engine) createLocked(ctx context.Context, id, bundle string, spec *spec
 	if opts.PidFile != "" {
 		pf, err := filepath.Abs(opts.PidFile)
 		if err == nil {
-			err = runtime.WriteFileDurable(pf, []byte(strconv.Itoa(c.pid)), 0o644)
+			err = safefs.WriteFileDurable(pf, []byte(strconv.Itoa(c.pid)), 0o644)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("write pid file: %w", err))

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/runtime"
 )
 
@@ -100,7 +101,7 @@ func (e *engine) save(st *containerState) error {
 	if err != nil {
 		return fmt.Errorf("write state of container %q: %w", st.ID, err)
 	}
-	if err := runtime.WriteFileDurable(filepath.Join(e.dir(st.ID), stateName), b, 0o600); err != nil {
+	if err := safefs.WriteFileDurable(filepath.Join(e.dir(st.ID), stateName), b, 0o600); err != nil {
 		return fmt.Errorf("write state of container %q: %w", st.ID, err)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/egress"
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/egress/policy"
 )
 
 // egressHandoff connects to the egress server's handoff socket sock, when
@@ -28,10 +28,10 @@ import (
 // without a network namespace of its own, is refused: it would run with
 // no filter or no network namespace.
 func egressHandoff(config *configs.Config, spec *specs.Spec, sock string) (*os.File, error) {
-	allow := spec.Annotations[runtime.AnnotationNetworkAllow]
+	allow := spec.Annotations[policy.AnnotationAllow]
 	if sock == "" {
 		if allow != "" {
-			return nil, fmt.Errorf("annotation %s: the network allowlist needs an egress server, and none was started for this container", runtime.AnnotationNetworkAllow)
+			return nil, fmt.Errorf("annotation %s: the network allowlist needs an egress server, and none was started for this container", policy.AnnotationAllow)
 		}
 		return nil, nil
 	}
@@ -51,14 +51,14 @@ func egressHandoff(config *configs.Config, spec *specs.Spec, sock string) (*os.F
 // done, to call once create is over: done(false) (create failed) kills the
 // helper and removes its socket; done(true) leaves it to live on its own.
 func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err error) {
-	allow := spec.Annotations[runtime.AnnotationNetworkAllow]
+	allow := spec.Annotations[policy.AnnotationAllow]
 	if allow == "" {
 		return "", func(bool) {}, nil
 	}
-	resolve := spec.Annotations[runtime.AnnotationNetworkResolve]
+	resolve := spec.Annotations[policy.AnnotationResolve]
 	// Refuse a bad allowlist before anything starts.
-	if _, err := egress.PolicyFromAnnotations(allow, resolve); err != nil {
-		return "", nil, fmt.Errorf("annotation %s: %w", runtime.AnnotationNetworkAllow, err)
+	if _, err := policy.FromAnnotations(allow, resolve); err != nil {
+		return "", nil, fmt.Errorf("annotation %s: %w", policy.AnnotationAllow, err)
 	}
 	// Only this process connects to it: it stays this user's.
 	path, file, cleanup, err := egress.ListenPrivate(-1, -1)

@@ -15,7 +15,7 @@ import (
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/internal/safefs"
 )
 
 // hooksFile keeps a container's poststart and poststop hooks in its state
@@ -59,7 +59,7 @@ func saveHooks(stateDir string, hooks configs.Hooks) error {
 	if err != nil {
 		return fmt.Errorf("save hooks: %w", err)
 	}
-	if err := runtime.WriteFileAtomic(filepath.Join(stateDir, hooksFile), data, 0o600); err != nil {
+	if err := safefs.WriteFileAtomic(filepath.Join(stateDir, hooksFile), data, 0o600); err != nil {
 		return fmt.Errorf("save hooks: %w", err)
 	}
 	return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/opencontainers/cgroups/manager"
 	"golang.org/x/sys/unix"
 
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/internal/safefs"
 )
 
 // cgroupFile records, in a new container's state directory, where
@@ -49,7 +49,7 @@ func recordCgroups(stateDir string, cg *cgroups.Cgroup) error {
 	if err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
 	}
-	if err := runtime.WriteFileAtomic(filepath.Join(stateDir, cgroupFile), data, 0o600); err != nil {
+	if err := safefs.WriteFileAtomic(filepath.Join(stateDir, cgroupFile), data, 0o600); err != nil {
 		return fmt.Errorf("record cgroups: %w", err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build linux
 
-package skill
+package runner
 
 import "golang.org/x/sys/unix"
 

@@ -1,4 +1,4 @@
-package skill
+package runner
 
 import (
 	"encoding/json"

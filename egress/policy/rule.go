@@ -1,4 +1,4 @@
-package egress
+package policy
 
 import (
 	"errors"
@@ -147,33 +147,4 @@ func ParseResolve(s string) (string, netip.Addr, error) {
 		return "", netip.Addr{}, fmt.Errorf("%q: %q is not an IP address", s, a)
 	}
 	return r.String(), addr.Unmap(), nil
-}
-
-// PolicyFromAnnotations builds the policy of a spec's allowlist
-// annotations: allow is comma-separated rules, resolve comma-separated
-// name:port:address mappings.
-func PolicyFromAnnotations(allow, resolve string) (*Policy, error) {
-	var list []string
-	if allow != "" {
-		list = strings.Split(allow, ",")
-	}
-	rules, err := ParseRules(list)
-	if err != nil {
-		return nil, err
-	}
-	if len(rules) == 0 {
-		return nil, errors.New("no host is allowed")
-	}
-	p := &Policy{Rules: rules}
-	if resolve != "" {
-		p.Resolve = map[string]netip.Addr{}
-		for _, m := range strings.Split(resolve, ",") {
-			hp, a, err := ParseResolve(m)
-			if err != nil {
-				return nil, err
-			}
-			p.Resolve[hp] = a
-		}
-	}
-	return p, nil
 }

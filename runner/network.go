@@ -1,15 +1,13 @@
-package skill
+package runner
 
 import (
 	"context"
 	"fmt"
 	"path/filepath"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
-
 	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/egress/nsinit"
-	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/egress/policy"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -41,12 +39,13 @@ type egressRun struct {
 	err     error
 }
 
-// startEgress starts the egress server of a spec with an allowlist: the
+// startEgress starts the egress server of a granted allowlist (passed as
+// a value, not through the spec's annotations, inside one process): the
 // handoff socket in the bundle folder dir (which the container never
 // sees: only the runtime connects to it), and a goroutine that receives
 // the sockets and serves them until stop.
-func startEgress(dir string, sp *specs.Spec, policy *spec.Policy) (*egressRun, error) {
-	pol, err := egress.PolicyFromAnnotations(sp.Annotations[runtime.AnnotationNetworkAllow], sp.Annotations[runtime.AnnotationNetworkResolve])
+func startEgress(dir string, granted *spec.Policy) (*egressRun, error) {
+	pol, err := policy.FromLists(granted.Hosts, granted.Resolve)
 	if err != nil {
 		return nil, fmt.Errorf("network allowlist: %w", err)
 	}
@@ -55,7 +54,7 @@ func startEgress(dir string, sp *specs.Spec, policy *spec.Policy) (*egressRun, e
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &egressRun{handoff: h, hosts: policy.Hosts, cancel: cancel, done: make(chan struct{})}
+	e := &egressRun{handoff: h, hosts: granted.Hosts, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
 		socks, err := h.Accept(ctx, pol.Ports())

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package skill
+package runner
 
 // nprocPerUserNS is false: only Linux has user namespaces.
 func nprocPerUserNS() bool { return false }

@@ -1,4 +1,4 @@
-package skill
+package runner
 
 import (
 	"bytes"
@@ -107,7 +107,7 @@ var _ runtime.Runtime = (*fakeRT)(nil)
 
 func load(t *testing.T, name string) *spec.Skill {
 	t.Helper()
-	s, err := spec.Load(filepath.Join("..", "..", "examples", "skills", name))
+	s, err := spec.Load(filepath.Join("..", "examples", "skills", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,4 +8,4 @@
 // context (the runtime kills the whole container when it ends), and always
 // removes the bundle. Exceeding the output cap cancels the run the same
 // way. The process exit codes of the skill runner are the Exit* constants.
-package skill
+package runner

@@ -1,4 +1,4 @@
-package skill
+package runner
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -215,7 +216,7 @@ func prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []str
 		s.sp.Process = &p
 	}
 	if policy.Network == spec.NetworkAllowlist {
-		if s.eg, err = startEgress(s.dir, s.sp, policy); err != nil {
+		if s.eg, err = startEgress(s.dir, policy); err != nil {
 			return nil, nil, err
 		}
 		s.egressSock = s.eg.handoff.Path()
@@ -627,7 +628,7 @@ func copyTree(src, dst string, owner [2]int) error {
 			if err != nil {
 				return err
 			}
-			if err := runtime.CopyBeneath(src, rel, target, 0o644|fi.Mode().Perm()&0o111); err != nil {
+			if err := safefs.CopyBeneath(src, rel, target, 0o644|fi.Mode().Perm()&0o111); err != nil {
 				return err
 			}
 		default:
