@@ -333,28 +333,27 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer context.AfterFunc(s.stop, func() { cancel(errShutdown) })()
-		var input []byte
-		if req.Params != nil {
-			input = req.Params.Arguments
+		var raw []byte
+		if req.Params != nil && string(req.Params.Arguments) != "null" {
+			raw = req.Params.Arguments // absent or null: {}
 		}
-		if len(input) == 0 || string(input) == "null" {
-			input = []byte("{}")
-		}
+		// Checked once, here: no sandbox is spent on bad input, and the
+		// warm and the cold path take the checked input as it is.
+		in, err := runner.NewInput(sk, raw)
 		var res *runner.Result
-		var err error
-		if _, verr := sk.ValidateInput(input); verr != nil {
-			err = &runner.InputError{Err: verr} // no sandbox spent on it
-		} else if m := p.takeIfAny(); m != nil {
-			res, err = m.sb.Call(ctx, input)
-			// Destroyed in the background: the answer does not wait
-			// for the container's deletion (Close waits for it).
-			go p.release(m)
-			if errors.Is(err, runner.ErrSandboxEnded) && ctx.Err() == nil {
-				res, err = nil, nil // it died waiting: nothing ran, run cold
+		if err == nil {
+			if m := p.takeIfAny(); m != nil {
+				res, err = m.sb.Call(ctx, in)
+				// Destroyed in the background: the answer does not wait
+				// for the container's deletion (Close waits for it).
+				go p.release(m)
+				if errors.Is(err, runner.ErrSandboxEnded) && ctx.Err() == nil {
+					res, err = nil, nil // it died waiting: nothing ran, run cold
+				}
 			}
 		}
 		if res == nil && err == nil {
-			res, err = runner.Run(ctx, s.opts.Runtime, sk, input, s.opts.Run)
+			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, s.opts.Run)
 		}
 		if err != nil {
 			if runner.IsInputError(err) {

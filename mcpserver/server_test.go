@@ -283,7 +283,7 @@ func TestCall(t *testing.T) {
 
 func TestTimeoutIsToolError(t *testing.T) {
 	f := newFake()
-	_, cs := connect(t, f, runner.Options{Timeout: 200 * time.Millisecond})
+	_, cs := connect(t, f, runner.Options{Grants: spec.Grants{Timeout: 200 * time.Millisecond}})
 	r, res := call(t, context.Background(), cs, map[string]any{"expression": "block"})
 	if !r.IsError || res.StoppedReason != runner.StoppedTimeout || !strings.HasPrefix(text(r), "timeout: ") {
 		t.Errorf("timeout: isError=%v result=%+v\n%s", r.IsError, res, text(r))

@@ -141,7 +141,7 @@ func blocked(write func(o runtime.RunOpts)) func(context.Context, runtime.RunOpt
 func TestRunOK(t *testing.T) {
 	t.Setenv("SKILLRUN_CANARY", "leak-me-not")
 	rt := &fakeRT{behave: exited(`{"result": 4}`+"\n", "note\n", 0, true)}
-	res, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "2+2"}`), Options{TempDir: t.TempDir()})
+	res, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "2+2"}`), Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRunOK(t *testing.T) {
 
 func TestRunNotJSONAndFailure(t *testing.T) {
 	rt := &fakeRT{behave: exited("plain text", strings.Repeat("e", StderrTail+100)+"END", 3, false)}
-	res, err := Run(context.Background(), rt, load(t, "text-stats"), []byte(`{"text": "x"}`), Options{TempDir: t.TempDir()})
+	res, err := runJSON(context.Background(), rt, load(t, "text-stats"), []byte(`{"text": "x"}`), Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestRunNotJSONAndFailure(t *testing.T) {
 func TestRunTimeout(t *testing.T) {
 	rt := &fakeRT{behave: blocked(nil)}
 	start := time.Now()
-	res, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Timeout: 50 * time.Millisecond, TempDir: t.TempDir()})
+	res, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Grants: spec.Grants{Timeout: 50 * time.Millisecond}, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestRunOutputLimit(t *testing.T) {
 	rt := &fakeRT{behave: blocked(func(o runtime.RunOpts) {
 		o.Stdio.Stdout.Write(bytes.Repeat([]byte("x"), 3000))
 	})}
-	res, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{OutputLimit: 1000, TempDir: t.TempDir()})
+	res, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Grants: spec.Grants{OutputLimit: 1000}, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRunOOMAndSignal(t *testing.T) {
 		*o.Exit = runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, OOMKilled: true, Cgroups: true}
 		return 137, nil
 	}}
-	res, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
+	res, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestRunOOMAndSignal(t *testing.T) {
 		*o.Exit = runtime.ExitInfo{Status: 143, Signal: syscall.SIGTERM}
 		return 143, nil
 	}
-	res, err = Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
+	res, err = runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,23 +246,23 @@ func TestRunOOMAndSignal(t *testing.T) {
 func TestRunPolicyAndBadInput(t *testing.T) {
 	rt := &fakeRT{behave: exited("{}", "", 0, true)}
 	tmp := t.TempDir()
-	res, err := Run(context.Background(), rt, load(t, "fetch-url"), []byte(`{"url": "https://example.com"}`), Options{TempDir: tmp})
+	res, err := runJSON(context.Background(), rt, load(t, "fetch-url"), []byte(`{"url": "https://example.com"}`), Options{TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.StoppedReason != StoppedPolicy || res.ProcessExitCode() != ExitPolicy || !strings.Contains(res.Error, "example.com:443") || res.Limits != nil {
 		t.Errorf("result = %+v", res)
 	}
-	res, err = Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Network: "example.com", TempDir: tmp})
+	res, err = runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Grants: spec.Grants{Network: "example.com"}, TempDir: tmp})
 	if err != nil || res.StoppedReason != StoppedPolicy {
 		t.Errorf("host list: %+v %v", res, err)
 	}
 	for _, in := range []string{`{"expr": "1"}`, `[]`, `{`} {
-		if _, err := Run(context.Background(), rt, load(t, "calculator"), []byte(in), Options{TempDir: tmp}); !IsInputError(err) {
+		if _, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(in), Options{TempDir: tmp}); !IsInputError(err) {
 			t.Errorf("input %s: err = %v, want an InputError", in, err)
 		}
 	}
-	if _, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Memory: 1, TempDir: tmp}); !IsInputError(err) {
+	if _, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{Grants: spec.Grants{Memory: 1}, TempDir: tmp}); !IsInputError(err) {
 		t.Errorf("memory 1 byte: err = %v", err)
 	}
 	if rt.runs != 0 {
@@ -276,7 +276,7 @@ func TestRunPolicyAndBadInput(t *testing.T) {
 func TestRunRuntimeError(t *testing.T) {
 	rt := &fakeRT{behave: func(context.Context, runtime.RunOpts) (int, error) { return -1, errors.New("boom") }}
 	tmp := t.TempDir()
-	_, err := Run(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: tmp})
+	_, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: tmp})
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("err = %v", err)
 	}
@@ -292,7 +292,7 @@ func TestRunInterrupted(t *testing.T) {
 	rt := &fakeRT{behave: blocked(nil)}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	res, err := Run(ctx, rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
+	res, err := runJSON(ctx, rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestRunInterrupted(t *testing.T) {
 
 func TestArgvReachesProcess(t *testing.T) {
 	rt := &fakeRT{behave: exited("{}", "", 0, true)}
-	if _, err := Run(context.Background(), rt, load(t, "csv-summary"), []byte(`{"data": "a\n1", "top": 2}`), Options{TempDir: t.TempDir()}); err != nil {
+	if _, err := runJSON(context.Background(), rt, load(t, "csv-summary"), []byte(`{"data": "a\n1", "top": 2}`), Options{TempDir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
 	args := strings.Join(rt.specs[0].Process.Args, " ")
@@ -314,16 +314,16 @@ func TestArgvReachesProcess(t *testing.T) {
 
 func TestBundle(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	if _, err := Bundle(dir, load(t, "calculator"), nil, Options{}); err != nil {
+	if _, err := Bundle(nil, dir, load(t, "calculator"), nil, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Bundle(dir, load(t, "calculator"), nil, Options{}); !IsInputError(err) {
+	if _, err := Bundle(nil, dir, load(t, "calculator"), nil, Options{}); !IsInputError(err) {
 		t.Errorf("bundle into a non-empty folder: %v", err)
 	}
-	if _, err := Bundle(filepath.Join(t.TempDir(), "c"), load(t, "fetch-url"), nil, Options{}); !errors.Is(err, spec.ErrPolicy) {
+	if _, err := Bundle(nil, filepath.Join(t.TempDir(), "c"), load(t, "fetch-url"), nil, Options{}); !errors.Is(err, spec.ErrPolicy) {
 		t.Errorf("policy: %v", err)
 	}
 }
@@ -396,7 +396,7 @@ func TestRunRlimitFallback(t *testing.T) {
 				*o.Exit = c.info
 				return c.code, nil
 			}}
-			res, err := Run(context.Background(), noCgroupRT{f}, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir(), Memory: 64 << 20, Pids: 16})
+			res, err := runJSON(context.Background(), noCgroupRT{f}, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir(), Grants: spec.Grants{Memory: 64 << 20, Pids: 16}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,4 +432,14 @@ func TestKernelAtLeast(t *testing.T) {
 			t.Errorf("kernelAtLeast(%q) = %v", rel, got)
 		}
 	}
+}
+
+// runJSON is Run of the input document raw (checked by NewInput first, as
+// every caller does).
+func runJSON(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, raw []byte, opts Options) (*Result, error) {
+	in, err := NewInput(sk, raw)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, rt, sk, in, opts)
 }

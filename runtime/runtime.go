@@ -256,6 +256,15 @@ type Preparer interface {
 	Prepare()
 }
 
+// DevDirProvider is implemented by back ends that keep a prepared host
+// folder of device nodes a spec's /dev can bind read-only (one mount
+// instead of one per device). DevDir returns it, made first when missing
+// and this process may make it, or "" when there is none: the spec then
+// gets a tmpfs /dev the runtime fills.
+type DevDirProvider interface {
+	DevDir() string
+}
+
 // CgroupProber is implemented by back ends that can tell, before a
 // container is created, whether its linux.resources limits will be
 // applied (the container gets cgroups of its own) for this caller. The

@@ -314,7 +314,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	}
 	dev := specs.Mount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}}
 	if o.devDir != "" {
-		// The host's prepared device folder (HostDevDir), read-only: the
+		// The host's prepared device folder (runtime/linux/devdir), read-only: the
 		// runtime then makes no device nodes or links of its own.
 		dev = specs.Mount{Destination: "/dev", Type: "bind", Source: o.devDir, Options: []string{"bind", "ro", "nosuid", "noexec"}}
 	}

@@ -145,17 +145,7 @@ type Fallback struct {
 type Option func(*options)
 
 type options struct {
-	network   string
-	allow     []string
-	resolve   []string
-	memory    int64
-	cpus      float64
-	pids      int64
-	timeout   time.Duration
-	scratch   int64
-	output    int64
-	env       map[string]string
-	workspace string
+	grants    Grants
 	hostUID   uint32
 	hostGID   uint32
 	hostIDSet bool
@@ -171,6 +161,75 @@ type options struct {
 	deps      *DepsEnv
 	command   []string
 	cmdEnv    map[string]string
+}
+
+// Grants are the operator's grants and overrides of one run: what the
+// CLI's flags, the MCP server's configuration and the runner share, in
+// one plain value. Zero values mean "the manifest's value, else the
+// default". Resolve turns them, with the manifest, into a Policy.
+type Grants struct {
+	// Network is "none", "allow" (the hosts the manifest declares,
+	// through the egress allowlist) or "host" (full host network).
+	// Anything else makes Resolve fail closed.
+	Network string
+	// AllowHosts grants host:port rules explicitly (--allow-host), on
+	// top of Network "allow" or, without it, instead of the manifest's
+	// hosts (the operator may grant fewer hosts than the skill declares).
+	AllowHosts []string
+	// Resolve maps allowed names to addresses ("name:port:address", like
+	// curl's --resolve): the only way a skill reaches a loopback or
+	// private address.
+	Resolve []string
+	// Memory (bytes), CPUs (cores), Pids (tasks), Timeout (wall clock),
+	// Scratch (bytes of the /tmp tmpfs and the file size limit) and
+	// OutputLimit (bytes of stdout and of stderr) override the
+	// manifest's limits.
+	Memory      int64
+	CPUs        float64
+	Pids        int64
+	Timeout     time.Duration
+	Scratch     int64
+	OutputLimit int64
+	// Env grants environment variables.
+	Env map[string]string
+	// Workspace is a host folder bound writable at /workspace.
+	Workspace string
+}
+
+// WithGrants applies the operator's grants g (fields set in g replace
+// those set by earlier options; Env and the host lists add to them).
+func WithGrants(g Grants) Option {
+	return func(o *options) {
+		for _, f := range []Option{
+			WithAllowHosts(g.AllowHosts...), WithResolve(g.Resolve...), WithEnv(g.Env),
+		} {
+			f(o)
+		}
+		if g.Network != "" {
+			o.grants.Network = g.Network
+		}
+		if g.Memory != 0 {
+			o.grants.Memory = g.Memory
+		}
+		if g.CPUs != 0 {
+			o.grants.CPUs = g.CPUs
+		}
+		if g.Pids != 0 {
+			o.grants.Pids = g.Pids
+		}
+		if g.Timeout != 0 {
+			o.grants.Timeout = g.Timeout
+		}
+		if g.Scratch != 0 {
+			o.grants.Scratch = g.Scratch
+		}
+		if g.OutputLimit != 0 {
+			o.grants.OutputLimit = g.OutputLimit
+		}
+		if g.Workspace != "" {
+			o.grants.Workspace = g.Workspace
+		}
+	}
 }
 
 // DepsEnv is a prepared dependency environment (package skillenv) that a
@@ -202,56 +261,59 @@ func WithCommand(args []string, env map[string]string) Option {
 // WithNetwork sets the network mode the operator grants: "none", "allow"
 // (the hosts the manifest declares, through the egress allowlist) or
 // "host" (full host network). Anything else makes Resolve fail closed.
-func WithNetwork(mode string) Option { return func(o *options) { o.network = mode } }
+func WithNetwork(mode string) Option { return func(o *options) { o.grants.Network = mode } }
 
 // WithAllowHosts grants host:port rules explicitly (--allow-host), on top
 // of --network allow or, without it, instead of the manifest's hosts (the
 // operator may grant fewer hosts than the skill declares).
 func WithAllowHosts(hosts ...string) Option {
-	return func(o *options) { o.allow = append(o.allow, hosts...) }
+	return func(o *options) { o.grants.AllowHosts = append(o.grants.AllowHosts, hosts...) }
 }
 
 // WithResolve maps allowed names to addresses ("name:port:address", like
 // curl's --resolve): the only way a skill reaches a loopback or private
 // address.
 func WithResolve(maps ...string) Option {
-	return func(o *options) { o.resolve = append(o.resolve, maps...) }
+	return func(o *options) { o.grants.Resolve = append(o.grants.Resolve, maps...) }
 }
 
 // WithMemory overrides the memory limit (bytes).
-func WithMemory(b int64) Option { return func(o *options) { o.memory = b } }
+func WithMemory(b int64) Option { return func(o *options) { o.grants.Memory = b } }
 
 // WithCPUs overrides the CPU quota (cores).
-func WithCPUs(n float64) Option { return func(o *options) { o.cpus = n } }
+func WithCPUs(n float64) Option { return func(o *options) { o.grants.CPUs = n } }
 
 // WithPids overrides the task limit.
-func WithPids(n int64) Option { return func(o *options) { o.pids = n } }
+func WithPids(n int64) Option { return func(o *options) { o.grants.Pids = n } }
 
 // WithTimeout overrides the wall-clock limit (recorded in the policy and
 // an annotation; the runner enforces it).
-func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.grants.Timeout = d } }
 
 // WithScratch overrides the size of the writable scratch tmpfs.
-func WithScratch(b int64) Option { return func(o *options) { o.scratch = b } }
+func WithScratch(b int64) Option { return func(o *options) { o.grants.Scratch = b } }
 
 // WithOutputLimit overrides the stdout/stderr cap (enforced by the runner).
-func WithOutputLimit(b int64) Option { return func(o *options) { o.output = b } }
+func WithOutputLimit(b int64) Option { return func(o *options) { o.grants.OutputLimit = b } }
 
 // WithEnv grants environment variables (operator --env). Later calls add
 // to earlier ones.
 func WithEnv(env map[string]string) Option {
 	return func(o *options) {
-		if o.env == nil {
-			o.env = map[string]string{}
+		if len(env) == 0 {
+			return
+		}
+		if o.grants.Env == nil {
+			o.grants.Env = map[string]string{}
 		}
 		for k, v := range env {
-			o.env[k] = v
+			o.grants.Env[k] = v
 		}
 	}
 }
 
 // WithWorkspace binds the host folder dir writable at /workspace.
-func WithWorkspace(dir string) Option { return func(o *options) { o.workspace = dir } }
+func WithWorkspace(dir string) Option { return func(o *options) { o.grants.Workspace = dir } }
 
 // WithHostID maps the sandbox's only user and group to these host IDs.
 // Required for Linux specs; host ID 0 is refused.
@@ -318,12 +380,12 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	m := s.Manifest
 	p := &Policy{
 		Network: NetworkNone,
-		Memory:  pick(o.memory, int64(m.Limits.Memory), DefaultMemory),
-		CPUs:    pickF(o.cpus, m.Limits.CPUs, DefaultCPUs),
-		Pids:    pick(o.pids, m.Limits.Pids, DefaultPids),
-		Timeout: time.Duration(pick(int64(o.timeout), int64(m.Limits.Timeout), int64(DefaultTimeout))),
-		Scratch: pick(o.scratch, int64(m.Limits.Scratch), DefaultScratch),
-		Output:  pick(o.output, int64(m.Limits.Output), DefaultOutput),
+		Memory:  pick(o.grants.Memory, int64(m.Limits.Memory), DefaultMemory),
+		CPUs:    pickF(o.grants.CPUs, m.Limits.CPUs, DefaultCPUs),
+		Pids:    pick(o.grants.Pids, m.Limits.Pids, DefaultPids),
+		Timeout: time.Duration(pick(int64(o.grants.Timeout), int64(m.Limits.Timeout), int64(DefaultTimeout))),
+		Scratch: pick(o.grants.Scratch, int64(m.Limits.Scratch), DefaultScratch),
+		Output:  pick(o.grants.OutputLimit, int64(m.Limits.Output), DefaultOutput),
 		NoFile:  DefaultNoFile,
 		Env:     map[string]string{},
 	}
@@ -358,8 +420,8 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	for _, e := range m.Env {
 		declared[e] = true
 	}
-	keys := make([]string, 0, len(o.env))
-	for k := range o.env {
+	keys := make([]string, 0, len(o.grants.Env))
+	for k := range o.grants.Env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -373,12 +435,12 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 		if !declared[k] {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("--env %s grants a variable %s does not declare", k, ManifestFile))
 		}
-		p.Env[k] = o.env[k]
+		p.Env[k] = o.grants.Env[k]
 	}
 
 	switch ws := m.Filesystem.Workspace; {
-	case o.workspace != "":
-		abs, err := filepath.Abs(o.workspace)
+	case o.grants.Workspace != "":
+		abs, err := filepath.Abs(o.grants.Workspace)
 		if err != nil {
 			return nil, fmt.Errorf("--workspace: %w", err)
 		}
@@ -437,14 +499,14 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 	if err != nil {
 		return fmt.Errorf("%s: network.hosts: %w", ManifestFile, err)
 	}
-	extra, err := policy.ParseRules(o.allow)
+	extra, err := policy.ParseRules(o.grants.AllowHosts)
 	if err != nil {
 		return fmt.Errorf("--allow-host: %w", err)
 	}
-	if len(o.resolve) > 0 && o.network == NetworkHost {
+	if len(o.grants.Resolve) > 0 && o.grants.Network == NetworkHost {
 		return &PolicyError{Field: "--resolve", Reason: "needs the allowlist (--network allow or --allow-host), not --network=host"}
 	}
-	switch o.network {
+	switch o.grants.Network {
 	case NetworkHost:
 		if len(extra) > 0 {
 			return &PolicyError{Field: "--allow-host", Reason: "--network=host already grants the whole host network; use --allow-host without it"}
@@ -456,10 +518,10 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 		return nil
 	case "", NetworkNone, NetworkAllow:
 	default:
-		return &PolicyError{Field: "--network", Reason: fmt.Sprintf("%q is not one of none, allow, host", o.network)}
+		return &PolicyError{Field: "--network", Reason: fmt.Sprintf("%q is not one of none, allow, host", o.grants.Network)}
 	}
 	var granted []policy.Rule
-	if o.network == NetworkAllow {
+	if o.grants.Network == NetworkAllow {
 		granted = append(granted, declared...)
 	}
 	isDeclared := map[policy.Rule]bool{}
@@ -490,10 +552,10 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 				"skill %q needs network access to %s (%s network.hosts) and none was granted; grant those hosts with --network allow (or some of them with --allow-host HOST:PORT)",
 				s.Name, strings.Join(hosts, ", "), ManifestFile)}
 		}
-		if o.network == NetworkAllow {
+		if o.grants.Network == NetworkAllow {
 			p.Warnings = append(p.Warnings, "--network allow: the skill declares no network hosts, so it gets none")
 		}
-		if len(o.resolve) > 0 {
+		if len(o.grants.Resolve) > 0 {
 			return &PolicyError{Field: "--resolve", Reason: "no host is granted (--network allow or --allow-host)"}
 		}
 		return nil
@@ -507,7 +569,7 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 	for _, r := range granted {
 		p.Hosts = append(p.Hosts, r.String())
 	}
-	for _, m := range o.resolve {
+	for _, m := range o.grants.Resolve {
 		hp, addr, err := policy.ParseResolve(m)
 		if err != nil {
 			return fmt.Errorf("--resolve: %w", err)

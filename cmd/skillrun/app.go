@@ -24,25 +24,27 @@ var version = "0.1.0-dev"
 // gitCommit is set by the Makefile with -X main.gitCommit=...
 var gitCommit = ""
 
-// exitCodeError carries an exit status that is not a failure of skillrun
-// itself: the container's status for run and exec, or a skill runner code.
-// It is not logged.
-type exitCodeError struct{ code int }
-
-func (e exitCodeError) Error() string { return "exit status " + strconv.Itoa(e.code) }
-
-// codeError is a failure reported like any other (logged once) but with
-// its own exit status: runc exits 255 when exec fails.
-type codeError struct {
+// exitError is the one way an Action ends with a status other than 1.
+// err, when set, is reported once by report (logged, and printed to
+// stderr when the log is not stderr); a nil err reports nothing: the
+// status is not a failure of skillrun itself (a container's own status
+// for run and exec, a skill result already printed).
+type exitError struct {
 	code int
 	err  error
 }
 
-func (e codeError) Error() string { return e.err.Error() }
-func (e codeError) Unwrap() error { return e.err }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return "exit status " + strconv.Itoa(e.code)
+	}
+	return e.err.Error()
+}
 
-// silentError is an error already reported to the user; main only exits 1.
-type silentError struct{ error }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitStatus ends an Action with code and nothing to report.
+func exitStatus(code int) error { return &exitError{code: code} }
 
 // env is what a command needs from its process, injected so tests can run
 // the whole app in-process with a fake back end.
@@ -86,13 +88,9 @@ func (e *env) report(err error) int {
 	if err == nil {
 		return 0
 	}
-	var ec exitCodeError
-	if errors.As(err, &ec) {
-		return ec.code
-	}
-	var se silentError
-	if errors.As(err, &se) {
-		return 1
+	var ee *exitError
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code
 	}
 	var ce cli.ExitCoder
 	if errors.As(err, &ce) && ce.ExitCode() == 0 {
@@ -103,9 +101,8 @@ func (e *env) report(err error) int {
 	if !e.logToStderr {
 		fmt.Fprintln(e.stderr, msg)
 	}
-	var coded codeError
-	if errors.As(err, &coded) {
-		return coded.code
+	if ee != nil {
+		return ee.code
 	}
 	return 1
 }

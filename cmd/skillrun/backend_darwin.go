@@ -18,3 +18,7 @@ func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 func exampleSpec(rootless bool) (*specs.Spec, error) {
 	return nil, runtime.NotSupportedError("spec", platform)
 }
+
+// hostDevices is the host's prepared device folder for bundles written
+// without a back end (nil: none).
+func hostDevices() runtime.DevDirProvider { return nil }

@@ -18,3 +18,7 @@ func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 func exampleSpec(rootless bool) (*specs.Spec, error) {
 	return linux.ExampleSpec(rootless), nil
 }
+
+// hostDevices is the host's prepared device folder for bundles written
+// without a back end (nil: none).
+func hostDevices() runtime.DevDirProvider { return linux.HostDevices{} }

@@ -45,10 +45,10 @@ func execCommand(e *env) *cli.Command {
 			status, err := e.exec(c)
 			if err != nil {
 				// runc exits 255 when the process could not be run.
-				return codeError{255, fmt.Errorf("exec failed: %w", err)}
+				return &exitError{code: 255, err: fmt.Errorf("exec failed: %w", err)}
 			}
 			if status != 0 {
-				return exitCodeError{status}
+				return exitStatus(status)
 			}
 			return nil
 		},

@@ -69,7 +69,7 @@ func runCommand(e *env) *cli.Command {
 				return err
 			}
 			if status != 0 {
-				return exitCodeError{status}
+				return exitStatus(status)
 			}
 			return nil
 		},

@@ -33,15 +33,10 @@ Exit codes of "skill run": 0 ok, 1 skillrun error, 2 bad input or usage,
 	}
 }
 
-// failCode reports err once, like env.report does, and makes the process
-// exit with code.
+// failCode makes the process exit with code, err reported once (by
+// env.report).
 func (e *env) failCode(code int, err error) error {
-	msg := err.Error()
-	e.log.Error(msg)
-	if !e.logToStderr {
-		fmt.Fprintln(e.stderr, msg)
-	}
-	return exitCodeError{code}
+	return &exitError{code: code, err: err}
 }
 
 // usageError reports a usage problem (exit 2).
@@ -88,14 +83,16 @@ func policyFlags() []cli.Flag {
 // policyOptions reads the policy flags.
 func (e *env) policyOptions(c *cli.Context) (runner.Options, error) {
 	o := runner.Options{
-		Network:    c.String("network"),
-		AllowHosts: c.StringSlice("allow-host"),
-		Resolve:    c.StringSlice("resolve"),
-		CPUs:       c.Float64("cpus"),
-		Pids:       c.Int64("pids"),
-		Timeout:    c.Duration("timeout"),
-		Workspace:  c.String("workspace"),
-		Warn:       func(m string) { e.log.Warn(m) },
+		Grants: spec.Grants{
+			Network:    c.String("network"),
+			AllowHosts: c.StringSlice("allow-host"),
+			Resolve:    c.StringSlice("resolve"),
+			CPUs:       c.Float64("cpus"),
+			Pids:       c.Int64("pids"),
+			Timeout:    c.Duration("timeout"),
+			Workspace:  c.String("workspace"),
+		},
+		Warn: func(m string) { e.log.Warn(m) },
 	}
 	var err error
 	for _, f := range []struct {

@@ -39,7 +39,7 @@ func skillValidateCommand(e *env) *cli.Command {
 				fmt.Fprintf(e.stdout, "%s: ok (%s, entry %s, input %s)\n", dir, sk.Name, sk.Entry.Path, sk.Input.Source)
 			}
 			if bad > 0 {
-				return exitCodeError{runner.ExitBadInput}
+				return exitStatus(runner.ExitBadInput)
 			}
 			return nil
 		},
@@ -226,18 +226,16 @@ func skillBundleCommand(e *env) *cli.Command {
 			// argparse skills, baked into the command line.
 			var argv []string
 			if c.IsSet("input") {
-				obj, err := sk.ValidateInput([]byte(c.String("input")))
+				in, err := runner.NewInput(sk, []byte(c.String("input")))
 				if err != nil {
 					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
-				if argv, err = sk.Argv(obj); err != nil {
-					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
-				}
+				argv = in.Argv()
 			}
 			out := c.String("output")
 			_, statErr := os.Stat(out)
 			existed := statErr == nil
-			if _, err := runner.Bundle(out, sk, argv, opts); err != nil {
+			if _, err := runner.Bundle(hostDevices(), out, sk, argv, opts); err != nil {
 				if !existed {
 					os.RemoveAll(out)
 				}

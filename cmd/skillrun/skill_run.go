@@ -56,9 +56,13 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			if err != nil {
 				return err
 			}
-			input, err := e.readInput(c)
+			raw, err := e.readInput(c)
 			if err != nil {
 				return err
+			}
+			input, err := runner.NewInput(sk, raw)
+			if err != nil {
+				return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 			}
 			if !sk.Deps.Empty() {
 				if opts.Deps, err = e.depsManager(c, rt, !c.Bool("no-prepare")); err != nil {
@@ -81,7 +85,7 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 				return err
 			}
 			if code := res.ProcessExitCode(); code != 0 {
-				return exitCodeError{code}
+				return exitStatus(code)
 			}
 			return nil
 		},

@@ -2,17 +2,7 @@
 
 package main
 
-import (
-	"fmt"
+import "github.com/skillrun/skillrun/runtime/linux"
 
-	"github.com/opencontainers/runc/libcontainer/seccomp"
-)
-
-// versionExtra reports the libseccomp linked into this build.
-func versionExtra() []string {
-	major, minor, micro := seccomp.Version()
-	if major+minor+micro == 0 {
-		return []string{"libseccomp: not compiled in"}
-	}
-	return []string{fmt.Sprintf("libseccomp: %d.%d.%d", major, minor, micro)}
-}
+// versionExtra reports what the back end adds (the libseccomp linked in).
+func versionExtra() []string { return linux.VersionInfo() }

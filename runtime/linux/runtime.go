@@ -20,6 +20,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/skillrun/skillrun/runtime"
+	"github.com/skillrun/skillrun/runtime/linux/devdir"
 )
 
 // Runtime is the libcontainer back end. It holds only configuration and is
@@ -37,9 +38,28 @@ type Runtime struct {
 }
 
 var (
-	_ runtime.Runtime  = (*Runtime)(nil)
-	_ runtime.Preparer = (*Runtime)(nil)
+	_ runtime.Runtime        = (*Runtime)(nil)
+	_ runtime.Preparer       = (*Runtime)(nil)
+	_ runtime.DevDirProvider = (*Runtime)(nil)
 )
+
+// DevDir implements runtime.DevDirProvider (see HostDevices).
+func (r *Runtime) DevDir() string { return HostDevices{}.DevDir() }
+
+// HostDevices is the host's prepared device folder (package devdir) as a
+// runtime.DevDirProvider, for callers that write bundles without a back
+// end (skillrun skill bundle). DevDir checks the folder on every call (a
+// few fstatat) and makes it when missing or wrong and this process is
+// root.
+type HostDevices struct{}
+
+// DevDir implements runtime.DevDirProvider.
+func (HostDevices) DevDir() string {
+	if devdir.Ensure(devdir.HostDir) != nil {
+		return ""
+	}
+	return devdir.HostDir
+}
 
 // Prepare implements runtime.Preparer: as root with the cgroupfs driver it
 // starts paying, in the background, the RCU grace period the container's

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillrun/skillrun/runtime/linux/devdir"
 	"github.com/skillrun/skillrun/spec"
 )
 
@@ -290,7 +291,7 @@ func keys(m map[string]bool) []string {
 // TestFilesDev: the sandbox's /dev holds the OCI default devices and
 // links, nothing else; the devices work; and nothing the sandbox tries
 // (create, link, mknod, chmod, remove, rename) changes the host's device
-// folder (spec.HostDevDir) its /dev is bound to, checked on the host.
+// folder (devdir.HostDir) its /dev is bound to, checked on the host.
 func TestFilesDev(t *testing.T) {
 	probe(t, "files/dev", func(p *P, m *mode) {
 		sk := pyProbe(p, m, "dev", `
@@ -318,12 +319,12 @@ done()
 `, "")
 		if os.Geteuid() == 0 {
 			// What skill run does first: make the folder when it is missing.
-			_ = spec.EnsureDevDir(spec.HostDevDir)
+			_ = devdir.Ensure(devdir.HostDir)
 		}
-		bound := spec.CheckDevDir(spec.HostDevDir) == nil
+		bound := devdir.Check(devdir.HostDir) == nil
 		var before os.FileInfo
 		if bound {
-			before, _ = os.Lstat(spec.HostDevDir)
+			before, _ = os.Lstat(devdir.HostDir)
 		}
 		o := m.skill(p, sk, "{}")
 		o.wantCode(p, 0)
@@ -348,13 +349,13 @@ done()
 			p.Errorf("ESCAPE: the sandbox made a block device node in /dev")
 		}
 		if !bound {
-			p.Skipf("/dev is the runtime's tmpfs here (%s is not a usable device folder: %v); the host-side check needs it", spec.HostDevDir, spec.CheckDevDir(spec.HostDevDir))
+			p.Skipf("/dev is the runtime's tmpfs here (%s is not a usable device folder: %v); the host-side check needs it", devdir.HostDir, devdir.Check(devdir.HostDir))
 		}
-		if err := spec.CheckDevDir(spec.HostDevDir); err != nil {
+		if err := devdir.Check(devdir.HostDir); err != nil {
 			p.Errorf("LEAK: the sandbox changed the host's device folder: %v", err)
 		}
-		if after, err := os.Lstat(spec.HostDevDir); err != nil || !after.ModTime().Equal(before.ModTime()) {
-			p.Errorf("LEAK: the host's device folder %s was modified during the run", spec.HostDevDir)
+		if after, err := os.Lstat(devdir.HostDir); err != nil || !after.ModTime().Equal(before.ModTime()) {
+			p.Errorf("LEAK: the host's device folder %s was modified during the run", devdir.HostDir)
 		}
 		for _, k := range []string{"create", "mkdir", "symlink", "chmod", "unlink", "rename"} {
 			if str(out, k) == "ok" {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/runtime"
@@ -45,39 +44,11 @@ import (
 // Methods are not safe for concurrent use: end Launch or Call early
 // through their context, then Close.
 type Sandbox struct {
-	rt     runtime.Runtime
-	sk     *spec.Skill
-	policy *spec.Policy
-	warm   bool
+	c *container
 
-	id, dir     string
-	sp          *specs.Spec
-	claim       *owned
-	eg          *egressRun
-	egressSock  string
-	releaseDeps func()
-	base        Result // Skill, Environment, Warnings
-
-	runCtx context.Context
-	cancel context.CancelCauseFunc
-	stdout *capWriter
-	stderr *capWriter
-	start  time.Time // launch (cold) or input write (warm)
-
-	// Filled by run before done is closed.
-	done    chan struct{}
-	status  int
-	runErr  error
-	info    runtime.ExitInfo
-	network *Network
-	cfgErr  chan error
-
-	ran bool // run was started (done will close)
-
-	// Warm sandboxes.
-	exited    chan error // the wait's error, once the process exited (runtimes that tell)
-	ours      []*os.File // our copies of the container's ends, closed once it started
 	when      StartEntry
+	exited    chan error // the wait's error, once the process exited
+	ours      []*os.File // our copies of the container's ends, closed once it started
 	stdinW    *os.File
 	ctlW      *os.File // the holder's control pipe
 	startedCh chan struct{}
@@ -139,16 +110,16 @@ func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Optio
 	if sk.Input.Mode == spec.InputArgv || opts.Command != nil {
 		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
 	}
-	sb, res, err := prepare(ctx, rt, sk, nil, opts, true)
-	if sb != nil {
-		sb.when = when
-		mode := "launch"
-		if when == EntryAtCall {
-			mode = "call"
-		}
-		sb.sp.Process.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder", mode}, sb.sp.Process.Args...)
+	c, res, err := newContainer(ctx, rt, sk, nil, opts, true)
+	if c == nil {
+		return nil, res, err
 	}
-	return sb, res, err
+	mode := "launch"
+	if when == EntryAtCall {
+		mode = "call"
+	}
+	c.sp.Process.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder", mode}, c.sp.Process.Args...)
+	return &Sandbox{c: c, when: when}, nil, nil
 }
 
 // EntryEnded reports whether a launched sandbox's entry point has ended
@@ -164,7 +135,7 @@ func (s *Sandbox) EntryEnded() bool {
 }
 
 // ID returns the sandbox's container ID.
-func (s *Sandbox) ID() string { return s.id }
+func (s *Sandbox) ID() string { return s.c.id }
 
 // Launch starts the sandbox's container with its entry point waiting
 // for its input, and returns once the input holder is in place (the
@@ -172,19 +143,20 @@ func (s *Sandbox) ID() string { return s.id }
 // ends, Close, or ctx ends (which kills it). The wall-clock limit does
 // not run yet: it starts with Call.
 func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
-	if !s.warm || s.launched {
+	c := s.c
+	if s.launched {
 		return errors.New("sandbox: not a prepared warm sandbox")
 	}
 	s.launched = true
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
-		return fmt.Errorf("sandbox %s: %w", s.id, err)
+		return fmt.Errorf("sandbox %s: %w", c.id, err)
 	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
-		return fmt.Errorf("sandbox %s: %w", s.id, err)
+		return fmt.Errorf("sandbox %s: %w", c.id, err)
 	}
 	defer readyR.Close()
 	ctlR, ctlW, err := os.Pipe()
@@ -192,19 +164,26 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		stdinR.Close()
 		stdinW.Close()
 		readyW.Close()
-		return fmt.Errorf("sandbox %s: %w", s.id, err)
+		return fmt.Errorf("sandbox %s: %w", c.id, err)
 	}
 	s.stdinW, s.ctlW = stdinW, ctlW
 	s.startedCh = make(chan struct{})
 	s.exited = make(chan error, 1)
-	s.runCtx, s.cancel = context.WithCancelCause(ctx)
-	s.ran = true
+	c.onStarted = func() {
+		for _, f := range s.ours {
+			f.Close()
+		}
+		close(s.startedCh)
+	}
+	c.onExited = func(err error) { s.exited <- err }
+	c.runCtx, c.cancel = context.WithCancelCause(ctx)
+	c.ran = true
 	// Once the container has its copies, ours of its ends go: the
 	// holder's exit must end the ready pipe, and an entry point gone must
 	// leave the input pipe without a reader (EntryEnded, EPIPE).
 	s.ours = []*os.File{stdinR, readyW, ctlR}
 	go func() {
-		s.run(stdinR, []*os.File{stdinW, readyW, ctlR})
+		c.run(stdinR, []*os.File{stdinW, readyW, ctlR})
 		stdinR.Close()
 		readyW.Close()
 		ctlR.Close()
@@ -225,51 +204,47 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		if err == nil {
 			select { // Started has run or the run ended
 			case <-s.startedCh:
-			case <-s.done:
+			case <-c.done:
 				err = errors.New("the container ended before its input")
 			}
 		}
-	case <-s.done:
-		err = s.runErr
+	case <-c.done:
+		err = c.runErr
 		if err == nil {
-			err = fmt.Errorf("exited with status %d before its input", s.status)
+			err = fmt.Errorf("exited with status %d before its input", c.status)
 		}
 	}
 	if err != nil {
-		s.cancel(err)
-		<-s.done
-		return fmt.Errorf("launch sandbox of skill %q: %w (stderr: %q)", s.sk.Name, err, tail(s.stderr.Bytes()))
+		c.cancel(err)
+		<-c.done
+		return fmt.Errorf("launch sandbox of skill %q: %w (stderr: %q)", c.plan.sk.Name, err, tail(c.stderr.Bytes()))
 	}
 	return nil
 }
 
-// Call sends input (a JSON object, checked against the skill's schema)
-// to a launched sandbox's entry point and returns the result. The
+// Call sends in (made by NewInput for the sandbox's skill) to a launched
+// sandbox's entry point and returns the result. The
 // wall-clock limit counts from now, and so do the result's wall time
 // (usage.wall_ms); CPU time and peak memory include the entry point's
 // start. ctx ending kills the sandbox (StoppedReason "signal",
 // "interrupted: ..."). Call answers once the entry point has exited;
 // the container's deletion may still be going on (Close waits for it).
-func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
+func (s *Sandbox) Call(ctx context.Context, in *Input) (*Result, error) {
+	c := s.c
 	if !s.launched || s.called {
 		return nil, errors.New("sandbox: not launched, or already called")
 	}
 	s.called = true
-	if _, err := s.sk.ValidateInput(input); err != nil {
-		return nil, &InputError{Err: err}
-	}
-	if len(trimSpace(input)) == 0 {
-		input = []byte("{}")
-	}
+	input := in.data
 	select {
-	case <-s.done:
-		return nil, fmt.Errorf("run skill %q: %w (status %d, %v)", s.sk.Name, ErrSandboxEnded, s.status, s.runErr)
+	case <-c.done:
+		return nil, fmt.Errorf("run skill %q: %w (status %d, %v)", c.plan.sk.Name, ErrSandboxEnded, c.status, c.runErr)
 	default:
 	}
-	s.start = time.Now()
-	stop := s.startTimeout()
+	c.start = time.Now()
+	stop := c.startTimeout()
 	defer stop()
-	stopCtx := context.AfterFunc(ctx, func() { s.cancel(context.Cause(ctx)) })
+	stopCtx := context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
 	defer stopCtx()
 	// The write may block (a large input, an entry point that does not
 	// read): it ends with EPIPE once the container is gone.
@@ -294,164 +269,22 @@ func (s *Sandbox) Call(ctx context.Context, input []byte) (*Result, error) {
 	var wall time.Duration
 	select {
 	case werr := <-s.exited:
-		wall = time.Since(s.start)
-		if s.eg != nil {
-			<-s.done
+		wall = time.Since(c.start)
+		if c.eg != nil {
+			<-c.done
 			break
 		}
 		select {
 		case <-s.wrote:
-		case <-s.done:
+		case <-c.done:
 			<-s.wrote
 		}
-		return s.result(ctx, wall, s.info.Status, werr)
-	case <-s.done:
-		wall = time.Since(s.start)
+		return c.outcome(ctx, wall, c.info.Status, werr)
+	case <-c.done:
+		wall = time.Since(c.start)
 	}
 	<-s.wrote // EPIPE at the latest: the container and our read end are gone
-	return s.result(ctx, wall, s.status, s.runErr)
-}
-
-// startTimeout starts the wall-clock limit; the returned func stops it.
-func (s *Sandbox) startTimeout() func() bool {
-	t := time.AfterFunc(s.policy.Timeout, func() { s.cancel(errTimeout) })
-	return t.Stop
-}
-
-// run runs the container to its end and closes done.
-func (s *Sandbox) run(stdin io.Reader, extra []*os.File) {
-	defer close(s.done)
-	over := func() { s.cancel(errOutputLimit) }
-	s.stdout = &capWriter{limit: s.policy.Output, over: over}
-	s.stderr = &capWriter{limit: s.policy.Output, over: over}
-	// config.json is for people and tools that look at a running skill;
-	// the runtime gets the spec in memory. Encoding it (cold reflection,
-	// ~0.8 ms of CPU) starts once the skill's program runs: alongside the
-	// container's start it took a core from the init on a 2-core machine
-	// (0.9-2.8 ms later exec measured). It is written before the bundle
-	// folder is removed; a container that never started needs none.
-	started := func(pid int) {
-		if s.warm {
-			for _, f := range s.ours {
-				f.Close()
-			}
-			close(s.startedCh)
-		}
-		s.cfgErr = make(chan error, 1)
-		go func(done chan<- error) { done <- spec.WriteConfig(s.dir, s.sp) }(s.cfgErr)
-	}
-	var exited func(error)
-	if s.warm {
-		exited = func(err error) { s.exited <- err }
-	}
-	if s.start.IsZero() {
-		s.start = time.Now()
-	}
-	s.status, s.runErr = s.rt.Run(s.runCtx, s.id, runtime.RunOpts{
-		CreateOpts: runtime.CreateOpts{
-			Bundle:     s.dir,
-			Spec:       s.sp,
-			Stdio:      runtime.Stdio{Stdin: stdin, Stdout: s.stdout, Stderr: s.stderr},
-			ExtraFiles: extra,
-
-			EgressSocket: s.egressSock,
-		},
-		Exit:    &s.info,
-		Started: started,
-		Exited:  exited,
-	})
-	if s.eg != nil {
-		s.network = s.eg.stop()
-		s.eg = nil
-	}
-	if s.runErr != nil {
-		// Belt and braces: Run deletes the container, but a failure
-		// half-way may leave state behind.
-		_ = s.rt.Delete(context.Background(), s.id, true)
-	}
-}
-
-// waitConfig waits for config.json's writing, if it started.
-func (s *Sandbox) waitConfig() error {
-	if s.cfgErr == nil {
-		return nil
-	}
-	err := <-s.cfgErr
-	s.cfgErr = nil
-	return err
-}
-
-// result builds the Result of the ended run from the runtime's status
-// and error; ctx is the call's.
-func (s *Sandbox) result(ctx context.Context, wall time.Duration, status int, runErr error) (*Result, error) {
-	res := s.base
-	res.Warnings = append([]string(nil), s.base.Warnings...)
-	res.Network = s.network
-	policy, info := s.policy, &s.info
-	cause := context.Cause(s.runCtx)
-	interrupted := false
-	if runErr != nil {
-		switch {
-		case errors.Is(cause, errTimeout), errors.Is(cause, errOutputLimit):
-			// We stopped it; reported below.
-		case ctx.Err() != nil:
-			interrupted = true
-		default:
-			return nil, fmt.Errorf("run skill %q: %w", s.sk.Name, runErr)
-		}
-	}
-	if err := s.waitConfig(); err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("bundle config.json not written: %v", err))
-	}
-	if info.Status == 0 && status != 0 {
-		info.Status = status
-	}
-	if s.warm && info.Signal == 0 && info.Status > 128 && info.Status < 128+65 {
-		// The holder reports a signal death of the entry point as
-		// 128+N, as a shell does.
-		info.Signal = unix.Signal(info.Status - 128)
-	}
-	if s.warm {
-		info.Wall = wall
-	}
-	res.ExitCode = info.Status
-	res.Output = parseOutput(s.stdout.Bytes())
-	res.Stderr = tail(s.stderr.Bytes())
-	fillUsage(&res, info, wall)
-	fillLimits(&res, policy, info)
-	switch {
-	case interrupted:
-		res.StoppedReason = StoppedSignal
-		res.Error = "interrupted: " + context.Cause(ctx).Error()
-	case errors.Is(cause, errTimeout):
-		res.StoppedReason = StoppedTimeout
-		res.Error = fmt.Sprintf("killed after the %s wall-clock limit", policy.Timeout)
-	case errors.Is(cause, errOutputLimit):
-		res.StoppedReason = StoppedOutputLimit
-		res.Error = fmt.Sprintf("killed: wrote more than the %d-byte output limit", policy.Output)
-	case info.OOMKilled:
-		res.StoppedReason = StoppedMemory
-		res.Error = fmt.Sprintf("killed: out of memory (limit %d bytes)", policy.Memory)
-	case info.Status != 0 && enforcedBy(&res, "memory") != "" && enforcedBy(&res, "memory") != spec.EnforcedByCgroup && looksLikeMemoryLimit(s.stderr.Bytes()):
-		res.StoppedReason = StoppedMemory
-		res.Error = fmt.Sprintf("failed to allocate memory: the %d-byte per-process limit (%s) was reached", policy.Memory, enforcedBy(&res, "memory"))
-	case info.Status != 0 && enforcedBy(&res, "pids") != "" && looksLikePidsLimit(s.stderr.Bytes()):
-		res.StoppedReason = StoppedPids
-		res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
-		if by := enforcedBy(&res, "memory"); by != "" && by != spec.EnforcedByCgroup {
-			// EAGAIN from pthread_create is also a thread stack that did
-			// not fit under the per-process address-space limit.
-			res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d or the %d-byte per-process memory limit (%s; each thread reserves a stack) reached", policy.Pids, policy.Memory, by)
-		}
-	case cpuTimeStop(policy, info):
-		res.StoppedReason = StoppedCPUTime
-		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
-	case info.Signal != 0:
-		res.StoppedReason = StoppedSignal
-		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
-	}
-	res.OK = res.StoppedReason == "" && res.ExitCode == 0
-	return &res, nil
+	return c.outcome(ctx, wall, c.status, c.runErr)
 }
 
 // Close destroys the sandbox: a container still running is killed and
@@ -459,40 +292,16 @@ func (s *Sandbox) result(ctx context.Context, wall time.Duration, status int, ru
 // the dependency environment are released. It returns once all is gone.
 func (s *Sandbox) Close() {
 	s.closeOnce.Do(func() {
-		if s.cancel != nil {
-			s.cancel(errClosed)
-			if s.ran {
-				<-s.done
-			}
-		}
+		s.c.stop()
 		if s.wrote != nil {
 			<-s.wrote
 		}
-		s.cleanup()
+		if s.ctlW != nil {
+			s.ctlW.Close()
+		}
+		if s.stdinW != nil {
+			s.stdinW.Close()
+		}
+		s.c.cleanup()
 	})
-}
-
-var errClosed = errors.New("sandbox closed")
-
-// cleanup releases what prepare acquired, in reverse order.
-func (s *Sandbox) cleanup() {
-	_ = s.waitConfig()
-	if s.ctlW != nil {
-		s.ctlW.Close()
-	}
-	if s.stdinW != nil {
-		s.stdinW.Close()
-	}
-	if s.eg != nil {
-		s.eg.stop()
-		s.eg = nil
-	}
-	if s.claim != nil {
-		s.claim.release()
-		s.claim = nil
-	}
-	if s.releaseDeps != nil {
-		s.releaseDeps()
-		s.releaseDeps = nil
-	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package spec
+package devdir
 
 import (
 	"errors"
@@ -14,6 +14,43 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// HostDir is where skillrun keeps the sandbox's /dev: the device nodes
+// the OCI runtime spec requires and the links a Linux userland expects,
+// made once per host by root. /dev/pts and /dev/shm are still the
+// sandbox's own mounts, on the two mount points it holds. The folder must
+// be on a filesystem mounted without nodev.
+const HostDir = "/var/lib/skillrun/dev"
+
+// entry is one entry of the device folder: a character device (major,
+// minor, mode 0666), a directory (mount point, 0755) or a symbolic link.
+type entry struct {
+	name         string
+	mode         fs.FileMode // type bits: fs.ModeCharDevice|fs.ModeDevice, fs.ModeDir or fs.ModeSymlink
+	major, minor uint32
+	target       string
+}
+
+// entries is the whole folder, nothing more: the devices of the OCI
+// runtime spec's default set (runtime-spec config-linux.md, "Default
+// Devices"; /dev/ptmx as the link to the sandbox's devpts instance), the
+// mount points of the sandbox's /dev/pts and /dev/shm, and the /dev/fd and
+// standard-stream links runc makes.
+var entries = []entry{
+	{name: "null", mode: fs.ModeDevice | fs.ModeCharDevice, major: 1, minor: 3},
+	{name: "zero", mode: fs.ModeDevice | fs.ModeCharDevice, major: 1, minor: 5},
+	{name: "full", mode: fs.ModeDevice | fs.ModeCharDevice, major: 1, minor: 7},
+	{name: "random", mode: fs.ModeDevice | fs.ModeCharDevice, major: 1, minor: 8},
+	{name: "urandom", mode: fs.ModeDevice | fs.ModeCharDevice, major: 1, minor: 9},
+	{name: "tty", mode: fs.ModeDevice | fs.ModeCharDevice, major: 5, minor: 0},
+	{name: "pts", mode: fs.ModeDir},
+	{name: "shm", mode: fs.ModeDir},
+	{name: "ptmx", mode: fs.ModeSymlink, target: "pts/ptmx"},
+	{name: "fd", mode: fs.ModeSymlink, target: "/proc/self/fd"},
+	{name: "stdin", mode: fs.ModeSymlink, target: "/proc/self/fd/0"},
+	{name: "stdout", mode: fs.ModeSymlink, target: "/proc/self/fd/1"},
+	{name: "stderr", mode: fs.ModeSymlink, target: "/proc/self/fd/2"},
+}
+
 func statOwner(fi fs.FileInfo) (uint32, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -22,12 +59,12 @@ func statOwner(fi fs.FileInfo) (uint32, bool) {
 	return st.Uid, true
 }
 
-// CheckDevDir reports whether dir is a device folder a sandbox's /dev can
-// be bound to: exactly the entries of devEntries with their types,
+// Check reports whether dir is a device folder a sandbox's /dev can
+// be bound to: exactly the entries of entries with their types,
 // devices, modes and targets, owned by root and not writable by anyone
 // else (the folder and its parent), on a filesystem mounted without nodev.
-func CheckDevDir(dir string) error {
-	if err := checkDevDirOwner(dir); err != nil {
+func Check(dir string) error {
+	if err := checkOwner(dir); err != nil {
 		return err
 	}
 	var sfs unix.Statfs_t
@@ -46,14 +83,14 @@ func CheckDevDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("device folder: %w", err)
 	}
-	for _, e := range devEntries {
-		if err := checkDevEntry(int(f.Fd()), dir, e); err != nil {
+	for _, e := range entries {
+		if err := checkEntry(int(f.Fd()), dir, e); err != nil {
 			return err
 		}
 	}
-	if len(names) != len(devEntries) {
+	if len(names) != len(entries) {
 		for _, n := range names {
-			if !slices.ContainsFunc(devEntries, func(e devEntry) bool { return e.name == n }) {
+			if !slices.ContainsFunc(entries, func(e entry) bool { return e.name == n }) {
 				return fmt.Errorf("device folder: %s is not one of its entries", filepath.Join(dir, n))
 			}
 		}
@@ -61,7 +98,7 @@ func CheckDevDir(dir string) error {
 	return nil
 }
 
-func checkDevEntry(dirfd int, dir string, e devEntry) error {
+func checkEntry(dirfd int, dir string, e entry) error {
 	var st unix.Stat_t
 	p := filepath.Join(dir, e.name)
 	if err := unix.Fstatat(dirfd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -93,14 +130,14 @@ func checkDevEntry(dirfd int, dir string, e devEntry) error {
 	return nil
 }
 
-// EnsureDevDir returns nil when dir is a usable device folder
-// (CheckDevDir), making it first when it is missing or wrong and this
+// Ensure returns nil when dir is a usable device folder
+// (Check), making it first when it is missing or wrong and this
 // process is root: built beside it under a temporary name, then renamed
 // into place, so that a sandbox never sees a half-made one and concurrent
 // callers agree on one folder. The parent, the folder's own (made if
 // missing), is set to 0755.
-func EnsureDevDir(dir string) error {
-	err := CheckDevDir(dir)
+func Ensure(dir string) error {
+	err := Check(dir)
 	if err == nil || os.Geteuid() != 0 {
 		return err
 	}
@@ -120,7 +157,7 @@ func EnsureDevDir(dir string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("device folder: %w", err)
 	}
-	for _, e := range devEntries {
+	for _, e := range entries {
 		p := filepath.Join(tmp, e.name)
 		switch {
 		case e.mode&fs.ModeCharDevice != 0:
@@ -140,7 +177,7 @@ func EnsureDevDir(dir string) error {
 			return fmt.Errorf("device folder: %w", err)
 		}
 	}
-	if CheckDevDir(dir) != nil {
+	if Check(dir) != nil {
 		// A wrong folder in the way (not a half-made one: those are only
 		// ever under temporary names): moved aside, then removed.
 		if _, lerr := os.Lstat(dir); lerr == nil {
@@ -156,14 +193,14 @@ func EnsureDevDir(dir string) error {
 		// Losing a race to a concurrent caller leaves theirs in place.
 		_ = os.Rename(tmp, dir)
 	}
-	return CheckDevDir(dir)
+	return Check(dir)
 }
 
-// checkDevDirOwner fails unless dir and its parent are directories owned
+// checkOwner fails unless dir and its parent are directories owned
 // by root that nobody else may write to (nobody else can swap or change
 // what a sandbox's /dev will be) and that any user may traverse (a
 // rootless sandbox binds it too); dir itself is mode 0755.
-func checkDevDirOwner(dir string) error {
+func checkOwner(dir string) error {
 	for _, p := range []string{filepath.Dir(dir), dir} {
 		fi, err := os.Lstat(p)
 		if err != nil {

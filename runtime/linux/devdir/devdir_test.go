@@ -1,6 +1,6 @@
 //go:build linux
 
-package spec
+package devdir
 
 import (
 	"os"
@@ -20,7 +20,7 @@ func newDevDir(t *testing.T) string {
 	}
 	base := t.TempDir()
 	dir := filepath.Join(base, "skillrun", "dev")
-	if err := EnsureDevDir(dir); err != nil {
+	if err := Ensure(dir); err != nil {
 		if strings.Contains(err.Error(), "nodev") {
 			t.Skipf("the test's temporary folder is on a nodev filesystem: %v", err)
 		}
@@ -31,18 +31,18 @@ func newDevDir(t *testing.T) string {
 
 func TestEnsureDevDir(t *testing.T) {
 	dir := newDevDir(t)
-	if err := CheckDevDir(dir); err != nil {
+	if err := Check(dir); err != nil {
 		t.Fatalf("made folder fails its own check: %v", err)
 	}
-	if err := EnsureDevDir(dir); err != nil {
-		t.Fatalf("second EnsureDevDir: %v", err)
+	if err := Ensure(dir); err != nil {
+		t.Fatalf("second Ensure: %v", err)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(dir, "null"), &st); err != nil || unix.Major(st.Rdev) != 1 || unix.Minor(st.Rdev) != 3 {
 		t.Fatalf("null is not 1:3: %+v, %v", st, err)
 	}
-	// Each way of breaking the folder is caught by CheckDevDir, naming
-	// the entry, and repaired by EnsureDevDir without leftovers.
+	// Each way of breaking the folder is caught by Check, naming
+	// the entry, and repaired by Ensure without leftovers.
 	breaks := map[string]func() error{
 		"sda":  func() error { return os.WriteFile(filepath.Join(dir, "sda"), nil, 0o644) },
 		"null": func() error { return os.Chmod(filepath.Join(dir, "null"), 0o600) },
@@ -60,7 +60,7 @@ func TestEnsureDevDir(t *testing.T) {
 		if err := brk(); err != nil {
 			t.Fatalf("%s: break: %v", name, err)
 		}
-		err := CheckDevDir(dir)
+		err := Check(dir)
 		if err == nil {
 			t.Errorf("%s: broken folder passes the check", name)
 			continue
@@ -68,7 +68,7 @@ func TestEnsureDevDir(t *testing.T) {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: check error %q does not name it", name, err)
 		}
-		if err := EnsureDevDir(dir); err != nil {
+		if err := Ensure(dir); err != nil {
 			t.Fatalf("%s: repair: %v", name, err)
 		}
 		left, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".dev-*"))
@@ -77,17 +77,17 @@ func TestEnsureDevDir(t *testing.T) {
 		}
 	}
 	// A parent others may write to is refused by the check (someone else
-	// could swap the folder); EnsureDevDir, as root, makes skillrun's own
+	// could swap the folder); Ensure, as root, makes skillrun's own
 	// parent 0755 again, whatever the umask or a chmod left.
 	parent := filepath.Dir(dir)
 	for _, mode := range []os.FileMode{0o777, 0o700} {
 		if err := os.Chmod(parent, mode); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckDevDir(dir); err == nil {
+		if err := Check(dir); err == nil {
 			t.Fatalf("parent mode %v passes the check", mode)
 		}
-		if err := EnsureDevDir(dir); err != nil {
+		if err := Ensure(dir); err != nil {
 			t.Fatalf("parent mode %v: repair: %v", mode, err)
 		}
 		if fi, _ := os.Stat(parent); fi.Mode().Perm() != 0o755 {
@@ -105,8 +105,8 @@ func TestDevDirNodev(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	defer unix.Unmount(base, unix.MNT_DETACH)
-	err := EnsureDevDir(filepath.Join(base, "dev"))
+	err := Ensure(filepath.Join(base, "dev"))
 	if err == nil || !strings.Contains(err.Error(), "nodev") {
-		t.Fatalf("EnsureDevDir on a nodev filesystem = %v, want the nodev refusal", err)
+		t.Fatalf("Ensure on a nodev filesystem = %v, want the nodev refusal", err)
 	}
 }
