@@ -43,6 +43,41 @@ type Options struct {
 	// Warn receives what goes wrong in the background (a warm sandbox
 	// that fails to launch); nil discards.
 	Warn func(string)
+	// Observe, when set, is called once per tool call when it has been
+	// answered (the server itself never logs).
+	Observe func(Call)
+}
+
+// Call is what Options.Observe learns of one tool call: never its input
+// or output.
+type Call struct {
+	// Skill is the tool's skill; Session the MCP session's ID ("" on
+	// stdio).
+	Skill, Session string
+	// Warm is true when the call took a warm sandbox.
+	Warm bool
+	// Duration is from the call's arrival to its answer.
+	Duration time.Duration
+	// Result is the run's result (nil when nothing ran).
+	Result *runner.Result
+	// Err is why nothing ran or skillrun failed (bad input, shutdown).
+	Err error
+}
+
+// Outcome names the call's end in one word: "ok", "failed" (the skill
+// exited non-zero), a runner.Stopped* reason, "bad_input" or "error".
+func (c Call) Outcome() string {
+	switch {
+	case c.Result != nil && c.Result.OK:
+		return "ok"
+	case c.Result != nil && c.Result.StoppedReason != "":
+		return c.Result.StoppedReason
+	case c.Result != nil:
+		return "failed"
+	case runner.IsInputError(c.Err):
+		return "bad_input"
+	}
+	return "error"
 }
 
 // Server serves skills as MCP tools.
@@ -320,9 +355,21 @@ func (s *Server) Warnings() []string {
 // when one is ready, else a cold one.
 func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := Call{Skill: sk.Name}
+		if req.Session != nil {
+			call.Session = req.Session.ID()
+		}
+		start := time.Now()
+		if obs := s.opts.Observe; obs != nil {
+			defer func() {
+				call.Duration = time.Since(start)
+				obs(call)
+			}()
+		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			call.Err = errShutdown
 			return toolError("the server is shutting down"), nil
 		}
 		s.calls.Add(1)
@@ -343,18 +390,20 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		var res *runner.Result
 		if err == nil {
 			if m := p.takeIfAny(); m != nil {
+				call.Warm = true
 				res, err = m.sb.Call(ctx, in)
 				// Destroyed in the background: the answer does not wait
 				// for the container's deletion (Close waits for it).
 				go p.release(m)
 				if errors.Is(err, runner.ErrSandboxEnded) && ctx.Err() == nil {
-					res, err = nil, nil // it died waiting: nothing ran, run cold
+					res, err, call.Warm = nil, nil, false // it died waiting: nothing ran, run cold
 				}
 			}
 		}
 		if res == nil && err == nil {
 			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, s.opts.Run)
 		}
+		call.Result, call.Err = res, err
 		if err != nil {
 			if runner.IsInputError(err) {
 				return toolError(fmt.Sprintf("invalid input for skill %q: %v", sk.Name, err)), nil

@@ -478,3 +478,33 @@ func concurrentBarrierCalls(t *testing.T, f *fakeRT, cs *mcp.ClientSession, n in
 		t.Error(e)
 	}
 }
+
+// TestObserveCalls: Observe learns of every call once, with the skill,
+// the outcome and whether it ran warm, and never of a call's content.
+func TestObserveCalls(t *testing.T) {
+	var mu sync.Mutex
+	var calls []Call
+	_, cs := connectOpts(t, Options{Runtime: newFake(), Observe: func(c Call) {
+		mu.Lock()
+		calls = append(calls, c)
+		mu.Unlock()
+	}})
+	ctx := context.Background()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "1+1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"nope": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 2 {
+		t.Fatalf("observed %d calls, want 2: %+v", len(calls), calls)
+	}
+	if c := calls[0]; c.Skill != "calculator" || c.Outcome() != "ok" || c.Result == nil || c.Duration <= 0 || c.Warm {
+		t.Errorf("first call observed as %+v (outcome %q)", c, c.Outcome())
+	}
+	if c := calls[1]; c.Outcome() != "bad_input" || c.Result != nil {
+		t.Errorf("bad input observed as %+v (outcome %q)", c, c.Outcome())
+	}
+}

@@ -77,7 +77,8 @@ or --log. See docs/mcp.md.`,
 			// before the pools launch.
 			runner.CollectStale(ctx, rt, opts.TempDir)
 			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version,
-				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) }})
+				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) },
+				Observe: e.logMCPCall})
 			if err != nil {
 				return e.usageError("mcp serve: %v", err)
 			}

@@ -103,7 +103,8 @@ func (e *env) serveOpenShell(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := grpc.NewServer()
+	unary, stream := e.rpcLogger()
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(unary), grpc.ChainStreamInterceptor(stream))
 	pb.RegisterComputeDriverServer(srv, drv)
 	e.log.Infof("openshell-driver: serving on %s", c.String("socket"))
 	done := make(chan error, 1)
