@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	ispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	pb "github.com/skillrun/skillrun/openshell/computev1"
@@ -85,6 +86,9 @@ type Driver struct {
 	changed chan struct{}
 	// watchers receive the driver's own transitions, as they happen.
 	watchers map[*watchQueue]struct{}
+	// unpack unpacks an image of the layout into a rootfs: unpackImage
+	// (tests may stand in for it).
+	unpack func(ctx context.Context, layoutDir, ref, rootfs string) (*ispec.ImageConfig, error)
 }
 
 // New checks cfg, creates the state directory and reconciles it with the
@@ -131,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 		}
 		cfg.ImagesDir = layout
 	}
-	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}}
+	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}, unpack: unpackImage}
 	warnings, err := d.reconcile(ctx)
 	return d, warnings, err
 }

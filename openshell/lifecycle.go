@@ -115,7 +115,7 @@ func (d *Driver) create(ctx context.Context, sb *pb.DriverSandbox) error {
 	if err := os.Mkdir(bundle, 0o700); err != nil {
 		return err
 	}
-	imgCfg, err := unpackImage(ctx, d.cfg.ImagesDir, d.imageOf(sb), filepath.Join(bundle, "rootfs"))
+	imgCfg, err := d.unpack(ctx, d.cfg.ImagesDir, d.imageOf(sb), filepath.Join(bundle, "rootfs"))
 	if err != nil {
 		return err
 	}
