@@ -10,6 +10,14 @@
 // request, so that a restarted driver finds its sandboxes again and Start
 // can re-create a stopped sandbox's container from the retained bundle.
 //
+// The code is split by concern: driver.go holds the Driver, New and the
+// thin gRPC handlers; store.go the state directory, the sandbox records,
+// their per-sandbox locks and the observed state of a sandbox; watch.go
+// the fan-out of states to WatchSandboxes streams; validate.go the checks
+// of requests (with quantity.go's resource strings); lifecycle.go the
+// container's creation, start, stop, deletion and the reconcile of a
+// restarted driver; spec.go, image.go and archive.go build the bundle.
+//
 // The package never logs and never exits: errors go back to the gRPC
 // caller as status codes, and to the embedding program as errors.
 package openshell

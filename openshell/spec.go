@@ -201,3 +201,18 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	}
 	return s, nil
 }
+
+// mainProcessSpec is OPENSHELL_MAIN_PROCESS_SPEC: the canonical command
+// the supervisor runs, as versioned JSON.
+func mainProcessSpec(spec *pb.DriverSandboxSpec) string {
+	mp := struct {
+		Version int      `json:"version"`
+		Command []string `json:"command"`
+		TTY     bool     `json:"tty"`
+	}{1, []string{"/bin/bash", "-l"}, true}
+	if len(spec.GetCommand()) > 0 {
+		mp.Command, mp.TTY = spec.GetCommand(), spec.GetTty()
+	}
+	data, _ := json.Marshal(mp)
+	return string(data)
+}

@@ -1,0 +1,140 @@
+package openshell
+
+// Request validation: what a create request and a workspace name must be,
+// as InvalidArgument errors that name the field at fault, and the
+// template's resource strings (quantity.go) turned into OCI resources.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/skillrun/skillrun/openshell/computev1"
+)
+
+// idPattern is what a sandbox ID may be: it becomes part of a container ID
+// and a directory name.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// envKey is a valid environment variable name (no '=' or NUL).
+var envKey = regexp.MustCompile(`^[^=\x00]+$`)
+
+// workspaceName is what a workspace name may be (a directory name).
+var workspaceName = idPattern
+
+func invalid(field, format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// validate checks a create request without touching anything.
+func (d *Driver) validate(ctx context.Context, sb *pb.DriverSandbox) error {
+	if sb == nil {
+		return invalid("sandbox", "is required")
+	}
+	if !idPattern.MatchString(sb.GetId()) {
+		return invalid("sandbox.id", "%q is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)", sb.GetId())
+	}
+	if sb.GetName() == "" {
+		return invalid("sandbox.name", "is required")
+	}
+	spec := sb.GetSpec()
+	if spec.GetResourceRequirements().GetGpu() != nil {
+		return invalid("sandbox.spec.resource_requirements.gpu", "GPUs are not supported by the skillrun driver")
+	}
+	for k, v := range spec.GetEnvironment() {
+		if !envKey.MatchString(k) || strings.ContainsRune(v, 0) {
+			return invalid("sandbox.spec.environment", "invalid variable %q", k)
+		}
+	}
+	tmpl := spec.GetTemplate()
+	for k, v := range tmpl.GetEnvironment() {
+		if !envKey.MatchString(k) || strings.ContainsRune(v, 0) {
+			return invalid("sandbox.spec.template.environment", "invalid variable %q", k)
+		}
+	}
+	for i, a := range spec.GetCommand() {
+		if strings.ContainsRune(a, 0) {
+			return invalid(fmt.Sprintf("sandbox.spec.command[%d]", i), "contains a NUL byte")
+		}
+	}
+	if len(spec.GetCommand()) > 0 && spec.GetCommand()[0] == "" {
+		return invalid("sandbox.spec.command[0]", "is empty")
+	}
+	if _, err := d.resources(tmpl.GetResources()); err != nil {
+		return err
+	}
+	image := d.imageOf(sb)
+	if image == "" {
+		return invalid("sandbox.spec.template.image", "is required (the driver has no default image)")
+	}
+	if d.cfg.ImagesDir == "" {
+		return invalid("sandbox.spec.template.image", "%q: the driver has no image layout (--images)", image)
+	}
+	if err := checkImage(ctx, d.cfg.ImagesDir, image); err != nil {
+		if errors.Is(err, errImageNotFound) {
+			return invalid("sandbox.spec.template.image", "%q is not in the image layout %s", image, d.cfg.ImagesDir)
+		}
+		return invalid("sandbox.spec.template.image", "%q: %v", image, err)
+	}
+	return nil
+}
+
+// validateWorkspace checks a workspace name.
+func validateWorkspace(ws string) error {
+	if !workspaceName.MatchString(ws) {
+		return invalid("workspace", "%q is not a valid workspace name", ws)
+	}
+	return nil
+}
+
+func (d *Driver) imageOf(sb *pb.DriverSandbox) string {
+	if img := sb.GetSpec().GetTemplate().GetImage(); img != "" {
+		return img
+	}
+	return d.cfg.DefaultImage
+}
+
+// resources turns the template's limits into OCI resources. Requests are
+// checked but not enforced (a single host has nothing to schedule).
+func (d *Driver) resources(r *pb.DriverResourceRequirements) (*specs.LinuxResources, error) {
+	out := &specs.LinuxResources{}
+	check := func(field, v string, parse func(string) (int64, error)) (int64, error) {
+		if v == "" {
+			return 0, nil
+		}
+		n, err := parse(v)
+		if err != nil {
+			return 0, invalid("sandbox.spec.template.resources."+field, "%v", err)
+		}
+		return n, nil
+	}
+	if _, err := check("cpu_request", r.GetCpuRequest(), parseMilliCPU); err != nil {
+		return nil, err
+	}
+	if _, err := check("memory_request", r.GetMemoryRequest(), parseBytes); err != nil {
+		return nil, err
+	}
+	milli, err := check("cpu_limit", r.GetCpuLimit(), parseMilliCPU)
+	if err != nil {
+		return nil, err
+	}
+	if milli > 0 {
+		period := uint64(100000)
+		quota := milli * 100
+		out.CPU = &specs.LinuxCPU{Period: &period, Quota: &quota}
+	}
+	mem, err := check("memory_limit", r.GetMemoryLimit(), parseBytes)
+	if err != nil {
+		return nil, err
+	}
+	if mem > 0 {
+		out.Memory = &specs.LinuxMemory{Limit: &mem}
+	}
+	return out, nil
+}
