@@ -4,8 +4,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=hack/bench/lib.sh
-. "$repo/hack/bench/lib.sh"
+# shellcheck source=hack/lib/common.sh
+. "$repo/hack/lib/common.sh"
 
 skillrun=${SKILLRUN:-$repo/bin/skillrun}
 lcfloor=${LCFLOOR:-$repo/bin/lcfloor}

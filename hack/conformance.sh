@@ -7,8 +7,8 @@ RT_MODULE=github.com/opencontainers/runtime-tools
 RT_VERSION=v0.9.1-0.20251114084447-edf4cb3d2116
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=hack/bench/lib.sh
-. "$repo/hack/bench/lib.sh"
+# shellcheck source=hack/lib/common.sh
+. "$repo/hack/lib/common.sh"
 
 cache_dir=${XDG_CACHE_HOME:-$HOME/.cache}/skillrun
 rt_dir=${RUNTIME_TOOLS_DIR:-$cache_dir/runtime-tools}

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers shared by hack/conformance.sh and hack/bench.sh. Source it; it defines functions only.
+# Helpers shared by the hack/ scripts (hack/bench.sh, hack/conformance.sh). Source it; it defines functions only.
 #
 #   busybox_rootfs DIR          populate DIR with a busybox-static root filesystem
 #   write_true_config DIR ARGS  write DIR/config.json (runc-spec-like, no tty) running ARGS
