@@ -109,19 +109,7 @@ build_rootfs() {
 }
 
 # --- cleanup helpers ----------------------------------------------------------------------------
-# unmount_under DIR: lazily unmount everything mounted at or below DIR, deepest first.
-unmount_under() {
-	local dir=$1 m
-	dir=$(realpath -m "$dir")
-	# mountinfo field 5 is the mount point with spaces etc. octal-escaped; printf %b decodes them.
-	awk '{print $5}' /proc/self/mountinfo | while read -r m; do printf '%b\n' "$m"; done |
-		awk -v d="$dir" 'index($0, d "/") == 1 || $0 == d {print length($0) "\t" $0}' |
-		sort -rn | cut -f2- | while read -r m; do
-		umount -l "$m" 2>/dev/null || true
-	done
-}
-
-# scrub DIR: remove a test's temp dir without ever following a leftover mount.
+# scrub DIR: remove a test's temp dir without ever following a leftover mount (unmount_under: hack/lib).
 scrub() {
 	[ -e "$1" ] || return 0
 	unmount_under "$1"
