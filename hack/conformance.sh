@@ -7,19 +7,23 @@ RT_MODULE=github.com/opencontainers/runtime-tools
 RT_VERSION=v0.9.1-0.20251114084447-edf4cb3d2116
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck source=hack/bench/lib.sh
-. "$repo/hack/bench/lib.sh"
+# shellcheck source=hack/lib/common.sh
+. "$repo/hack/lib/common.sh"
+# shellcheck source=hack/lib/conformance-report.sh
+. "$repo/hack/lib/conformance-report.sh"
 
 cache_dir=${XDG_CACHE_HOME:-$HOME/.cache}/skillrun
 rt_dir=${RUNTIME_TOOLS_DIR:-$cache_dir/runtime-tools}
 results=${RESULTS_DIR:-$repo/tmp/conformance}
 skillrun=${SKILLRUN:-$repo/bin/skillrun}
+notes=$repo/docs/conformance-notes.md
 runtimes="skillrun runc crun"
 test_filter=""
 test_timeout=${CONFORMANCE_TIMEOUT:-120}
 write_docs=1
 setup_cgroups=1
 isolate_root=1
+render_dir=
 
 usage() {
 	cat <<EOF
@@ -28,8 +32,9 @@ Usage: hack/conformance.sh [options]
 Builds the OCI runtime-tools validation suite ($RT_MODULE@$RT_VERSION, fetched through
 the Go module proxy into $rt_dir, never committed), a busybox-static rootfs, and runs every
 validation program against each runtime in the same run. Prints a per-test table (ok / not ok / skip)
-and totals; writes raw TAP and a summary (JSON + markdown) under the results dir and regenerates
-docs/conformance.md. Must run as root.
+and totals; writes raw TAP, the results (results.tsv, meta.tsv) and a summary (JSON + markdown)
+under the results dir and regenerates docs/conformance.md from them, with the hand-written
+diagnoses of docs/conformance-notes.md. Must run as root.
 
 Exits 1 when skillrun passes fewer validation programs than runc in this run (and names them),
 2 on a usage or set-up error.
@@ -44,6 +49,9 @@ Options:
   --no-cgroup-setup  do not mount the missing cgroup v1 controllers hugetlb and net_cls,net_prio
   --no-isolate       call the runtimes directly (RUNTIME=/abs/path) instead of through a wrapper
                      that adds a private --root state dir
+  --render-only DIR  run nothing: print the table of the results a run saved in DIR and render
+                     docs/conformance.md from them (not from a --tests run's; --no-docs: print
+                     only). Needs neither root nor the suite.
   -h, --help         this text
 
 Environment: SKILLRUN (default bin/skillrun), RUNTIME_TOOLS_DIR, RESULTS_DIR, CONFORMANCE_TIMEOUT.
@@ -63,6 +71,7 @@ while [ $# -gt 0 ]; do
 	--no-docs) write_docs=0; shift ;;
 	--no-cgroup-setup) setup_cgroups=0; shift ;;
 	--no-isolate) isolate_root=0; shift ;;
+	--render-only) render_dir=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "conformance: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -70,6 +79,27 @@ done
 
 log() { printf 'conformance: %s\n' "$*" >&2; }
 die() { log "$*"; exit 2; }
+
+# compare_line: skillrun's and runc's passes on stdout, and the programs that differ.
+compare_line() {
+	echo "skillrun passes $(passed_count skillrun) programs, runc $(passed_count runc)"
+	[ ${#regressions[@]} -gt 0 ] && echo "runc passes, skillrun fails: ${regressions[*]}"
+	[ ${#improvements[@]} -gt 0 ] && echo "skillrun passes, runc fails: ${improvements[*]}"
+	return 0
+}
+
+if [ -n "$render_dir" ]; then
+	conf_load "$render_dir" "$notes" || exit 2
+	report_text
+	if [ "$write_docs" -eq 1 ] && [ -z "${meta[filter]:-}" ]; then
+		report_md >"$repo/docs/conformance.md"
+		log "wrote docs/conformance.md"
+	elif [ "$write_docs" -eq 1 ]; then
+		log "$render_dir holds a --tests run's results: docs not rewritten"
+	fi
+	if is_active skillrun && is_active runc; then compare_line; fi
+	exit 0
+fi
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (the suite creates containers, cgroups and mounts)"
 [ -n "$test_filter" ] && write_docs=0
@@ -109,19 +139,7 @@ build_rootfs() {
 }
 
 # --- cleanup helpers ----------------------------------------------------------------------------
-# unmount_under DIR: lazily unmount everything mounted at or below DIR, deepest first.
-unmount_under() {
-	local dir=$1 m
-	dir=$(realpath -m "$dir")
-	# mountinfo field 5 is the mount point with spaces etc. octal-escaped; printf %b decodes them.
-	awk '{print $5}' /proc/self/mountinfo | while read -r m; do printf '%b\n' "$m"; done |
-		awk -v d="$dir" 'index($0, d "/") == 1 || $0 == d {print length($0) "\t" $0}' |
-		sort -rn | cut -f2- | while read -r m; do
-		umount -l "$m" 2>/dev/null || true
-	done
-}
-
-# scrub DIR: remove a test's temp dir without ever following a leftover mount.
+# scrub DIR: remove a test's temp dir without ever following a leftover mount (unmount_under: hack/lib).
 scrub() {
 	[ -e "$1" ] || return 0
 	unmount_under "$1"
@@ -336,67 +354,24 @@ for t in "${tests[@]}"; do
 	echo >&2
 done
 
-# --- report ---------------------------------------------------------------------------------------
-# passed(RT): programs with no "not ok", a complete plan and exit 0 ("skip" = every case skipped,
-# which TAP harnesses count as passed too).
-passed_count() { awk -F'\t' -v r="$1" '$1 == r && ($3 == "pass" || $3 == "skip")' "$results/results.tsv" | wc -l; }
-cell() { awk -F'\t' -v r="$1" -v t="$2" '$1 == r && $2 == t {printf "%s %d/%d/%d", $3, $4, $5, $6}' "$results/results.tsv"; }
-
-table_md() {
-	local r t
-	printf '| test program |'
-	for r in "${active[@]}"; do printf ' %s |' "$r"; done
-	printf '\n|---|'
-	for r in "${active[@]}"; do printf '%s' '---|'; done
-	printf '\n'
-	for t in "${tests[@]}"; do
-		printf '| %s |' "$t"
-		for r in "${active[@]}"; do printf ' %s |' "$(cell "$r" "$t")"; done
-		printf '\n'
-	done
-	printf '| **programs passed** |'
-	for r in "${active[@]}"; do printf ' **%d / %d** |' "$(passed_count "$r")" "${#tests[@]}"; done
-	printf '\n| **cases ok / not ok / skip** |'
-	for r in "${active[@]}"; do
-		awk -F'\t' -v r="$r" '$1 == r {o += $4; n += $5; s += $6} END {printf " %d / %d / %d |", o, n, s}' "$results/results.tsv"
-	done
-	printf '\n'
-}
-
-# Plain table on stdout.
+# --- report: the results' data, then what is rendered from it (hack/lib/conformance-report.sh) ------
 {
-	printf '%-40s' "TEST (status ok/notok/skip)"
-	for r in "${active[@]}"; do printf ' %-22s' "$r"; done
-	echo
-	for t in "${tests[@]}"; do
-		printf '%-40s' "$t"
-		for r in "${active[@]}"; do printf ' %-22s' "$(cell "$r" "$t")"; done
-		echo
+	printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	printf 'machine\t%s\n' "$(machine_line)"
+	printf 'cgroupfs\t%s\n' "$(stat -f -c %T /sys/fs/cgroup)"
+	printf 'busybox\t%s\n' "$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || echo unknown)"
+	printf 'suite\t%s\n' "$RT_MODULE@$RT_VERSION"
+	printf 'timeout\t%s\n' "$test_timeout"
+	printf 'filter\t%s\n' "$test_filter"
+	printf 'runtimes\t%s\n' "${runtimes//[$'\t\n']/ }"
+	printf 'active\t%s\n' "${active[*]}"
+	for r in $runtimes; do
+		[ -n "${rt_ver[$r]+set}" ] && printf 'version.%s\t%s\n' "$r" "${rt_ver[$r]}"
+		printf 'note.%s\t%s\n' "$r" "${rt_note[$r]:-}"
 	done
-	printf '%-40s' "PROGRAMS PASSED"
-	for r in "${active[@]}"; do printf ' %-22s' "$(passed_count "$r") / ${#tests[@]}"; done
-	echo
-	printf '%-40s' "CASES ok/notok/skip"
-	for r in "${active[@]}"; do
-		awk -F'\t' -v r="$r" '$1 == r {o += $4; n += $5; s += $6} END {printf " %-22s", o "/" n "/" s}' "$results/results.tsv"
-	done
-	echo
-}
-
-# Differences: programs runc passes and skillrun does not (the CI gate), and the reverse.
-regressions=()
-improvements=()
-if [ -n "${rt_path[skillrun]:-}" ] && [ -n "${rt_path[runc]:-}" ]; then
-	for t in "${tests[@]}"; do
-		s=$(cell skillrun "$t" | cut -d' ' -f1)
-		c=$(cell runc "$t" | cut -d' ' -f1)
-		pass_s=0 pass_c=0
-		case $s in pass | skip) pass_s=1 ;; esac
-		case $c in pass | skip) pass_c=1 ;; esac
-		[ "$pass_c" -eq 1 ] && [ "$pass_s" -eq 0 ] && regressions+=("$t")
-		[ "$pass_c" -eq 0 ] && [ "$pass_s" -eq 1 ] && improvements+=("$t")
-	done
-fi
+} >"$results/meta.tsv"
+conf_load "$results" "$notes"
+report_text
 
 # JSON summary.
 {
@@ -422,150 +397,18 @@ jq --argjson v "$versions_json" --argjson n "$notes_json" \
 	"$results/summary.json.tmp" >"$results/summary.json"
 rm -f "$results/summary.json.tmp"
 
-# failure_section RT: markdown list of every failing program of RT with its TAP failure lines.
-failure_section() {
-	local r=$1 t st line bt='`'
-	for t in "${tests[@]}"; do
-		st=$(cell "$r" "$t" | cut -d' ' -f1)
-		case $st in pass | skip | "") continue ;; esac
-		printf -- '- **%s** (%s)' "$t" "$st"
-		reason=$(known_reason "$t")
-		[ -n "$reason" ] && printf ': %s' "$reason"
-		printf '\n'
-		failure_lines "$results/tap/$r/$t.tap" | head -n 6 | while IFS= read -r line; do
-			printf '  - %snot ok%s %s\n' "$bt" "$bt" "${line//|/\\|}"
-		done
-		if [ "$st" = error ] || [ "$st" = timeout ]; then
-			tail -n 3 "$results/tap/$r/$t.stderr" 2>/dev/null | cut -c1-300 | while IFS= read -r line; do
-				printf '  - stderr: %s%s%s\n' "$bt" "${line//$bt/\'}" "$bt"
-			done
-		fi
-	done
-}
-
-# known_reason TEST: why runc fails this program on this kind of host (diagnosed from the TAP output
-# and runc 1.1.5's behaviour; kept here so docs/conformance.md stays generated).
-known_reason() {
-	case $1 in
-	delete) echo "runc (and crun) delete a \`created\` container without --force; containerd relies on it, the spec wants an error" ;;
-	delete_resources | linux_cgroups_pids | linux_cgroups_relative_pids) echo "pids.max read back differs from the random 64-bit limit the test set (every runtime; test-side issue)" ;;
-	hooks) echo "test bug: expects the hook output \"post-start1\" without \"called\", so it cannot pass" ;;
-	hooks_stdin) echo "runc 1.1 passes state \"creating\" to prestart and \"created\" to poststart; the test wants created/running (crun and skillrun pass)" ;;
-	prestart | poststart) echo "hook timing: runc runs prestart during create and poststart before start returns differently from what the test checks (crun fails too)" ;;
-	poststart_fail | poststop_fail) echo "runc treats a failing poststart/poststop hook as an error; the spec says warn and continue (crun passes)" ;;
-	linux_cgroups_blkio | linux_cgroups_relative_blkio) echo "host: this kernel's blkio controller has no blkio.leaf_weight / weight_device files (no CFQ/BFQ)" ;;
-	linux_cgroups_devices | linux_cgroups_relative_devices) echo "runc 1.1's device-cgroup emulator writes deny-all then allows; devices.list reads back \"b 0:0 m\" instead of the rule (crun and skillrun pass)" ;;
-	linux_cgroups_memory | linux_cgroups_relative_memory) echo "host: kernel memory (kmem, kmem.tcp) limits are gone from this kernel; the test still expects them" ;;
-	linux_mount_label) echo "host: no SELinux; runc passes the mount label to tmpfs as context= and the kernel rejects it (crun and skillrun ignore it)" ;;
-	linux_process_apparmor_profile) echo "host: no AppArmor (write /proc/self/attr/exec: invalid argument)" ;;
-	linux_rootfs_propagation) echo "runc 1.1 does not apply rootfsPropagation \"shared\" to the container root" ;;
-	linux_seccomp) echo "the test denies getcwd without noNewPrivileges; libcontainer then loads the filter before its own cwd check (CVE-2024-21626), whose getcwd fails: \"failed to verify if current working directory is safe\" (runc and skillrun alike); crun loads it later and passes" ;;
-	misc_props) echo "test bug: its second bundle has no /runtimetest (stat /runtimetest: no such file)" ;;
-	pidfile) echo "racy test: the container runs \`true\`, the test then kills it; once \`true\` has exited, kill fails with \"container not running\" (flaky for every runtime)" ;;
-	start) echo "case 7: the test expects the process output before start returns (every runtime)" ;;
-	process_capabilities) echo "host: this VM's bounding set lacks capabilities the test asks for (unable to apply caps: operation not permitted)" ;;
-	process_capabilities_fail) echo "the runtime rightly refuses the bad capability, but the program exits 1 after its cases (every runtime)" ;;
-	process_rlimits) echo "host: no CAP_SYS_RESOURCE to raise RLIMIT_NOFILE; with the test's low limits libseccomp can also fail with ENOMEM (flaky)" ;;
-	process_rlimits_fail) echo "the runtime rightly rejects RLIMIT_TEST; the program then exits 1 without TAP (every runtime)" ;;
-	*) echo "" ;;
-	esac
-}
-
-summary_md() {
-	echo "# Conformance run $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo
-	echo "runtime-tools \`$RT_VERSION\`, $(machine_line)"
-	echo
-	for r in $runtimes; do
-		printf -- '- %s: %s%s\n' "$r" "${rt_ver[$r]:-n/a}" "${rt_note[$r]:+ — ${rt_note[$r]}}"
-	done
-	echo
-	echo "Cells: status ok/not ok/skip (TAP cases)."
-	echo
-	table_md
-}
 summary_md >"$results/summary.md"
 
 if [ "$write_docs" -eq 1 ]; then
-	{
-		echo "# OCI runtime-tools conformance"
-		echo
-		echo "Generated by \`make conformance\` (\`hack/conformance.sh\`) on $(date -u +%Y-%m-%d); do not edit by hand."
-		echo
-		echo "- Suite: \`$RT_MODULE@$RT_VERSION\` (runtimetest + ${#tests[@]} \`validation/*\` programs, built from the module, not vendored)"
-		echo "- Rootfs: Debian busybox-static ($(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || echo unknown))"
-		echo "- Machine: $(machine_line); cgroups: $(stat -f -c %T /sys/fs/cgroup | sed 's/tmpfs/v1 (hybrid)/')"
-		for r in $runtimes; do
-			printf -- '- %s: %s%s\n' "$r" "${rt_ver[$r]:-n/a}" "${rt_note[$r]:+ — ${rt_note[$r]}}"
-		done
-		echo
-		echo "## Totals"
-		echo
-		echo "| runtime | programs passed | cases ok | not ok | skip |"
-		echo "|---|---|---|---|---|"
-		for r in "${active[@]}"; do
-			awk -F'\t' -v r="$r" -v n="${#tests[@]}" '$1 == r {o += $4; x += $5; s += $6; if ($3 == "pass" || $3 == "skip") p++}
-				END {printf "| %s | %d / %d | %d | %d | %d |\n", r, p, n, o, x, s}' "$results/results.tsv"
-		done
-		echo
-		echo "A program passes when its TAP output has a complete plan, no \`not ok\` line and it exits 0"
-		echo "(all-skipped counts as passed, as TAP harnesses count it). \`make conformance\` fails when skillrun"
-		echo "passes fewer programs than runc in the same run."
-		echo
-		if [ -n "${rt_path[skillrun]:-}" ] && [ -n "${rt_path[runc]:-}" ]; then
-			echo "## skillrun vs runc"
-			echo
-			echo "- runc passes, skillrun fails: ${regressions[*]:-none}"
-			echo "- skillrun passes, runc fails: ${improvements[*]:-none}"
-			echo
-		fi
-		echo "## Per program"
-		echo
-		echo "Cells: status ok/not ok/skip (TAP cases). Status: pass, skip (every case skipped), fail (a"
-		echo "\`not ok\` or an incomplete plan), error (no plan or non-zero exit), timeout (${test_timeout}s)."
-		echo
-		table_md
-		echo
-		if [ -n "${rt_path[runc]:-}" ]; then
-			echo "## Where runc fails on this host, and why"
-			echo
-			echo "First TAP failure lines of each program runc does not pass, with the diagnosis where known."
-			echo
-			failure_section runc
-			echo
-		fi
-		for r in "${active[@]}"; do
-			[ "$r" = runc ] && continue
-			echo "## $r failures"
-			echo
-			failure_section "$r"
-			echo
-		done
-		echo "## Host set-up and gotchas handled by the script"
-		echo
-		echo "- crun cannot start any container on this cgroup v1 host unless the \`hugetlb\` and"
-		echo "  \`net_cls,net_prio\` hierarchies are mounted; the script mounts them under /sys/fs/cgroup"
-		echo "  when no hierarchy has them (\`--no-cgroup-setup\` to skip). runc and skillrun do not need them."
-		echo "- Each program runs with its own \`TMPDIR\`; afterwards every mount left under it is"
-		echo "  unmounted lazily, deepest first, before \`rm -rf --one-file-system\`."
-		echo "- Each runtime gets a private \`--root\` state dir through a one-line wrapper, so leftover"
-		echo "  containers are force-deleted without touching other users of /run/runc, /run/crun."
-		echo "- Host \`/dev/null\` owner and mode are checked after every program and restored if changed."
-		if [ -s "$results/devnull-changes.tsv" ]; then
-			echo "  This run: $(awk -F'\t' '{printf "%s%s/%s (%s -> %s)", sep, $1, $2, $3, $4; sep = ", "}' "$results/devnull-changes.tsv")."
-		fi
-		echo "- Per-program timeout (${test_timeout}s, \`--timeout\`), killing the whole process group."
-	} >"$repo/docs/conformance.md"
+	report_md >"$repo/docs/conformance.md"
 	log "wrote docs/conformance.md"
 fi
 
 log "results in $results (results.tsv, summary.json, summary.md, <runtime>.tap, tap/<runtime>/<test>.tap)"
 if [ -n "${rt_path[skillrun]:-}" ] && [ -n "${rt_path[runc]:-}" ]; then
+	compare_line
 	ps_=$(passed_count skillrun)
 	pr_=$(passed_count runc)
-	echo "skillrun passes $ps_ programs, runc $pr_"
-	[ ${#regressions[@]} -gt 0 ] && echo "runc passes, skillrun fails: ${regressions[*]}"
-	[ ${#improvements[@]} -gt 0 ] && echo "skillrun passes, runc fails: ${improvements[*]}"
 	if [ "$ps_" -lt "$pr_" ]; then
 		echo "FAIL: skillrun passes fewer validation programs than runc ($ps_ < $pr_)" >&2
 		exit 1

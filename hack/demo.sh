@@ -8,6 +8,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/lib/common.sh
+. "$here/hack/lib/common.sh"
 bin=${1:-$here/bin/skillrun}
 case $bin in /*) ;; *) bin=$PWD/$bin ;; esac
 if [ ! -x "$bin" ]; then
@@ -115,14 +117,11 @@ allowed_runs=0
 # stops with the demo.
 www=$(mktemp -d /tmp/skillrun-demo-www.XXXXXX)
 chmod 0755 "$www"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 python3 -m http.server --bind 127.0.0.1 --directory "$www" "$port" >"$www.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$www" "$www.log"' EXIT
-for _ in $(seq 50); do
-	python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
-	sleep 0.1
-done
+wait_port "$port"
 
 echo "== skillrun skill run, as $(id -un) (uid $(id -u)$([ "$(id -u)" -ne 0 ] && echo ', rootless'))"
 demo

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	goruntime "runtime"
 	"strings"
 
@@ -58,18 +57,6 @@ func lookInterpreter(name string) (Interpreter, error) {
 	return Interpreter{}, fmt.Errorf("interpreter %q not found on %s", name, strings.Join(sandboxPath, ":"))
 }
 
-var pythonVersionRE = regexp.MustCompile(`^python(\d+\.\d+)$`)
-
-// pythonName is the base interpreter's name, "python3.11": a venv's
-// site-packages folder is lib/<name>/site-packages.
-func pythonName(in Interpreter) (string, error) {
-	base := filepath.Base(in.Path)
-	if !pythonVersionRE.MatchString(base) {
-		return "", fmt.Errorf("cannot tell the Python version of %s (want an executable named pythonX.Y)", in.Path)
-	}
-	return base, nil
-}
-
 // Policy is the install policy that is part of an environment's key.
 type Policy struct {
 	// SourceBuilds lets pip build source distributions (runs their
@@ -90,24 +77,6 @@ type Plan struct {
 	Policy Policy
 }
 
-// PythonPlan is the Python half of a plan.
-type PythonPlan struct {
-	Deps        *spec.PythonDeps
-	Interpreter Interpreter
-	// Name is "python3.11".
-	Name string
-}
-
-// NodePlan is the Node half of a plan.
-type NodePlan struct {
-	Deps        *spec.NodeDeps
-	Interpreter Interpreter
-	// LocalDigests are the sha256 of the file: dependencies' contents.
-	LocalDigests map[string]string
-	// Dir is the skill folder the file: dependencies are in.
-	Dir string
-}
-
 // PlanFor computes the plan (and key) of skill sk's environment, or nil
 // when it declares no dependencies. Cheap: it stats the interpreters and
 // hashes the declarations, reads no environment.
@@ -126,42 +95,22 @@ func PlanFor(sk *spec.Skill, pol Policy) (*Plan, error) {
 	}
 	doc := keyDoc{Version: keyVersion, Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Policy: map[string]bool{}}
 	if d := sk.Deps.Python; d != nil {
-		name := "python3"
-		if sk.Entry.Kind == spec.KindPython && len(sk.Entry.Interpreter) > 0 {
-			name = sk.Entry.Interpreter[0]
-		}
-		in, err := lookInterpreter(name)
+		py, err := planPython(sk, d)
 		if err != nil {
 			return nil, fmt.Errorf("python: %w", err)
 		}
-		pn, err := pythonName(in)
-		if err != nil {
-			return nil, fmt.Errorf("python: %w", err)
-		}
-		p.Python = &PythonPlan{Deps: d, Interpreter: in, Name: pn}
-		doc.Python = map[string]any{"requirements": d.Requirements, "lock": d.Lock, "interpreter": in}
+		p.Python = py
+		doc.Python = py.keyDoc()
 		doc.Policy["source_builds"] = pol.SourceBuilds
 	}
 	if d := sk.Deps.Node; d != nil {
-		name := "node"
-		if sk.Entry.Kind == spec.KindNode && len(sk.Entry.Interpreter) > 0 {
-			name = sk.Entry.Interpreter[0]
-		}
-		in, err := lookInterpreter(name)
+		nd, err := planNode(sk, d)
 		if err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
-		np := &NodePlan{Deps: d, Interpreter: in, Dir: sk.Dir, LocalDigests: map[string]string{}}
-		for _, rel := range d.LocalFiles {
-			sum, err := treeSum(filepath.Join(sk.Dir, filepath.FromSlash(rel)))
-			if err != nil {
-				return nil, fmt.Errorf("node: %s: %w", rel, err)
-			}
-			np.LocalDigests[rel] = sum
-		}
-		p.Node = np
-		doc.Node = map[string]any{"dependencies": d.Dependencies, "lock": d.Lock, "interpreter": in}
-		doc.Local = np.LocalDigests
+		p.Node = nd
+		doc.Node = nd.keyDoc()
+		doc.Local = nd.LocalDigests
 		doc.Policy["install_scripts"] = pol.InstallScripts
 	}
 	b, err := json.Marshal(doc)

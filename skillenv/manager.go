@@ -4,14 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"sort"
 	"strings"
 	"time"
 
@@ -222,8 +220,10 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 			_ = removeTree(staging)
 		}
 	}()
-	mk := &Marker{Key: plan.Key}
-	script, env, opts, err := m.stage(ctx, sk, plan, staging, mk)
+	b := &build{key: plan.Key, staging: staging, cache: m.Cache, marker: &Marker{Key: plan.Key}, env: map[string]string{},
+		script: []string{"set -eu", "exec >>/workspace/build.log 2>&1"}}
+	ecos := m.ecosystems(plan)
+	opts, err := m.stage(ctx, ecos, b)
 	if err != nil {
 		return nil, err
 	}
@@ -238,8 +238,8 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 		}
 	}
 	opts.Workspace = staging
-	opts.Command = []string{"/bin/sh", "-c", script}
-	opts.CommandEnv = env
+	opts.Command = []string{"/bin/sh", "-c", strings.Join(b.script, "\n")}
+	opts.CommandEnv = b.env
 	timeout := m.BuildTimeout
 	if timeout <= 0 {
 		timeout = DefaultBuildTimeout
@@ -262,10 +262,13 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 		logTail := m.keepLog(plan.Key, filepath.Join(staging, "build.log"))
 		return nil, fmt.Errorf("build failed (%s): %s (log: %s)", msg, logTail, m.Cache.LogPath(plan.Key))
 	}
-	if err := m.collect(plan, staging, mk); err != nil {
-		m.keepLog(plan.Key, filepath.Join(staging, "build.log"))
-		return nil, err
+	for _, e := range ecos {
+		if err := e.collect(b); err != nil {
+			m.keepLog(plan.Key, filepath.Join(staging, "build.log"))
+			return nil, err
+		}
 	}
+	mk := b.marker
 	if err := m.Cache.install(staging, mk); err != nil {
 		return nil, fmt.Errorf("install environment: %w", err)
 	}
@@ -275,144 +278,97 @@ func (m *Manager) buildLocked(ctx context.Context, sk *spec.Skill, plan *Plan, f
 		Python: mk.Python, Node: mk.NodePackages, BuildMS: time.Since(start).Milliseconds(), Build: res}, nil
 }
 
-// stage writes the build's inputs into staging and returns the build
-// script, its environment and the run options granting the indexes.
-func (m *Manager) stage(ctx context.Context, sk *spec.Skill, plan *Plan, staging string, mk *Marker) (string, map[string]string, runner.Options, error) {
+// ecosystem is one package ecosystem of an environment (python.go,
+// node.go): it stages its build inputs and install commands into a build,
+// and reads back what the build installed.
+type ecosystem interface {
+	// indexURL is the package index the build fetches from (the
+	// operator's, or the ecosystem's default) and the name standing for
+	// it when the operator gave it by address.
+	indexURL() (url, synthetic string)
+	// stage writes the ecosystem's inputs into b's staging folder and
+	// adds its install commands (and environment) to b's script; a is
+	// how the build reaches the index.
+	stage(b *build, a *indexAccess) error
+	// collect reads what the build installed into b's marker, and keeps
+	// the lock it resolved (when the skill ships none) for later builds
+	// of the same key.
+	collect(b *build) error
+}
+
+// ecosystems are the ecosystems plan holds, Python first.
+func (m *Manager) ecosystems(plan *Plan) []ecosystem {
+	var out []ecosystem
+	if plan.Python != nil {
+		out = append(out, &python{plan: plan.Python, index: m.Index, policy: m.Policy})
+	}
+	if plan.Node != nil {
+		out = append(out, &node{plan: plan.Node, index: m.Index, policy: m.Policy})
+	}
+	return out
+}
+
+// build is one environment build: its staging folder (the sandbox's
+// /workspace) and what the ecosystems add to it.
+type build struct {
+	key     string
+	staging string
+	// cache has the locks earlier builds of key resolved.
+	cache Cache
+	// script is the build's shell script, a command a line; env its
+	// environment.
+	script []string
+	env    map[string]string
+	// marker is the environment's marker, filled as the ecosystems
+	// stage and collect.
+	marker *Marker
+}
+
+// resolvedPath is where the lock name that a build of b's key resolved
+// is kept.
+func (b *build) resolvedPath(name string) string { return b.cache.resolvedPath(b.key, name) }
+
+// resolvedLines reads a lock the first build of b's key resolved, or nil.
+func (b *build) resolvedLines(name string) []string {
+	data, err := os.ReadFile(b.resolvedPath(name))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// stage grants the build network access to each ecosystem's index and
+// has the ecosystems stage their inputs into b; it returns the run
+// options granting the indexes.
+func (m *Manager) stage(ctx context.Context, ecos []ecosystem, b *build) (runner.Options, error) {
 	var opts runner.Options
 	lookup := m.lookup
 	if lookup == nil {
 		lookup = lookupHost
 	}
-	env := map[string]string{}
-	script := []string{"set -eu", "exec >>/workspace/build.log 2>&1"}
-	// grant gives the build network access to an index (raw, or def when
-	// unset; synthetic names one given by address).
-	grant := func(raw, def, synthetic string) (*indexAccess, error) {
-		if raw == "" {
-			raw = def
-		}
-		a, err := access(ctx, raw, synthetic, lookup)
+	for _, e := range ecos {
+		url, synthetic := e.indexURL()
+		a, err := access(ctx, url, synthetic, lookup)
 		if err != nil {
-			return nil, err
+			return opts, err
 		}
 		opts.AllowHosts = append(opts.AllowHosts, a.Allow)
 		if a.Resolve != "" {
 			opts.Resolve = append(opts.Resolve, a.Resolve)
 		}
-		return a, nil
-	}
-	if py := plan.Python; py != nil {
-		a, err := grant(m.Index.PipIndexURL, DefaultPipIndex, "pypi.index.skillrun.internal")
-		if err != nil {
-			return "", nil, opts, err
+		if err := e.stage(b, a); err != nil {
+			return opts, err
 		}
-		site := filepath.Join("python", "lib", py.Name, "site-packages")
-		if err := os.MkdirAll(filepath.Join(staging, site), 0o755); err != nil {
-			return "", nil, opts, err
-		}
-		if err := os.MkdirAll(filepath.Join(staging, "python", "bin"), 0o755); err != nil {
-			return "", nil, opts, err
-		}
-		// A venv by hand: bin/python3 is the base interpreter (the
-		// sandbox's /usr is the host's), pyvenv.cfg makes Python take
-		// lib/pythonX.Y/site-packages as its site folder, system
-		// site-packages excluded.
-		if err := os.Symlink(py.Interpreter.Path, filepath.Join(staging, "python", "bin", "python3")); err != nil {
-			return "", nil, opts, err
-		}
-		cfg := fmt.Sprintf("home = %s\ninclude-system-site-packages = false\nversion = %s\n",
-			filepath.Dir(py.Interpreter.Path), strings.TrimPrefix(py.Name, "python"))
-		if err := os.WriteFile(filepath.Join(staging, "python", "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
-			return "", nil, opts, err
-		}
-		lock := py.Deps.Lock
-		if lock == nil {
-			lock = m.resolvedLines(plan.Key, "requirements.lock")
-		}
-		args := []string{py.Interpreter.Path, "-s", "-E", "-m", "pip", "install", "--isolated", "--no-input",
-			"--disable-pip-version-check", "--no-cache-dir", "--no-warn-script-location", "--progress-bar", "off",
-			"--target", "/workspace/" + site, "--report", "/workspace/pip-report.json", "--index-url", a.URL}
-		if a.Insecure != "" {
-			args = append(args, "--trusted-host", a.Insecure)
-		}
-		if m.Index.PipCert != "" {
-			p, err := stageCA(staging, m.Index.PipCert, "pip-ca.pem")
-			if err != nil {
-				return "", nil, opts, err
-			}
-			args = append(args, "--cert", p)
-		}
-		if m.Policy.SourceBuilds {
-			// Source builds use the interpreter's own setuptools (no
-			// build isolation: that would fetch build tools).
-			args = append(args, "--no-build-isolation")
-		} else {
-			args = append(args, "--only-binary", ":all:")
-		}
-		if lock != nil {
-			if err := os.WriteFile(filepath.Join(staging, "requirements.lock"), []byte(strings.Join(lock, "\n")+"\n"), 0o644); err != nil {
-				return "", nil, opts, err
-			}
-			args = append(args, "--require-hashes", "--no-deps", "-r", "/workspace/requirements.lock")
-		} else {
-			if err := os.WriteFile(filepath.Join(staging, "requirements.txt"), []byte(strings.Join(py.Deps.Requirements, "\n")+"\n"), 0o644); err != nil {
-				return "", nil, opts, err
-			}
-			args = append(args, "-r", "/workspace/requirements.txt")
-		}
-		script = append(script, "echo '== pip install'", shellJoin(args))
-		mk.PythonName = py.Name
-	}
-	if nd := plan.Node; nd != nil {
-		a, err := grant(m.Index.NpmRegistry, DefaultNpmRegistry, "npm.index.skillrun.internal")
-		if err != nil {
-			return "", nil, opts, err
-		}
-		nodeDir := filepath.Join(staging, "node")
-		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
-			return "", nil, opts, err
-		}
-		if err := os.WriteFile(filepath.Join(nodeDir, "package.json"), nd.Deps.PackageJSON(), 0o644); err != nil {
-			return "", nil, opts, err
-		}
-		for _, rel := range nd.Deps.LocalFiles {
-			if err := copyPath(nd.Dir, rel, nodeDir); err != nil {
-				return "", nil, opts, fmt.Errorf("node: %s: %w", rel, err)
-			}
-		}
-		lock := []byte(nd.Deps.Lock)
-		if lock == nil {
-			lock, _ = os.ReadFile(m.Cache.resolvedPath(plan.Key, "package-lock.json"))
-		}
-		verb := "install"
-		if len(lock) > 0 {
-			if err := os.WriteFile(filepath.Join(nodeDir, "package-lock.json"), lock, 0o644); err != nil {
-				return "", nil, opts, err
-			}
-			verb = "ci"
-		}
-		args := []string{"npm", verb, "--omit=dev", "--no-audit", "--no-fund", "--no-update-notifier",
-			"--registry", a.URL, "--cache", "/tmp/.npm", "--loglevel", "warn"}
-		if !m.Policy.InstallScripts {
-			args = append(args, "--ignore-scripts")
-		}
-		script = append(script, "echo '== npm "+verb+"'", "cd /workspace/node", shellJoin(args),
-			// An environment without any package still has the folder.
-			"mkdir -p /workspace/node/node_modules")
-		if m.Index.NpmCAFile != "" {
-			p, err := stageCA(staging, m.Index.NpmCAFile, "npm-ca.pem")
-			if err != nil {
-				return "", nil, opts, err
-			}
-			env["NODE_EXTRA_CA_CERTS"] = p
-		}
-		env["npm_config_userconfig"] = "/tmp/.npmrc-user-none"
-		env["npm_config_globalconfig"] = "/tmp/.npmrc-global-none"
-		mk.Node = true
 	}
 	// The build's own inputs are not part of the environment.
-	script = append(script, "rm -rf /workspace/.build", "echo '== done'")
-	return strings.Join(script, "\n"), env, opts, nil
+	b.script = append(b.script, "rm -rf /workspace/.build", "echo '== done'")
+	return opts, nil
 }
 
 // stageCA copies an operator's CA bundle into the build's inputs and
@@ -432,63 +388,6 @@ func stageCA(staging, host, name string) (string, error) {
 	return "/workspace/.build/" + name, nil
 }
 
-// collect reads what the build installed into the marker and saves the
-// resolved locks for later builds of the same key.
-func (m *Manager) collect(plan *Plan, staging string, mk *Marker) error {
-	if plan.Python != nil {
-		b, err := os.ReadFile(filepath.Join(staging, "pip-report.json"))
-		if err != nil {
-			return fmt.Errorf("pip left no report: %w", err)
-		}
-		pkgs, lock, err := parsePipReport(b)
-		if err != nil {
-			return err
-		}
-		mk.Python = pkgs
-		if plan.Python.Deps.Lock == nil {
-			text := strings.Join(lock, "\n") + "\n"
-			if err := os.WriteFile(filepath.Join(staging, "requirements.lock"), []byte(text), 0o644); err != nil {
-				return err
-			}
-			if err := safefs.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "requirements.lock"), []byte(text), 0o600); err != nil {
-				return err
-			}
-		}
-	}
-	if plan.Node != nil {
-		b, err := os.ReadFile(filepath.Join(staging, "node", "package-lock.json"))
-		if err != nil {
-			return fmt.Errorf("npm left no package-lock.json: %w", err)
-		}
-		pkgs, err := parseNpmLock(b)
-		if err != nil {
-			return err
-		}
-		mk.NodePackages = pkgs
-		if plan.Node.Deps.Lock == nil {
-			if err := safefs.WriteFileAtomic(m.Cache.resolvedPath(plan.Key, "package-lock.json"), b, 0o600); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// resolvedLines reads a lock the first build of key resolved, or nil.
-func (m *Manager) resolvedLines(key, name string) []string {
-	b, err := os.ReadFile(m.Cache.resolvedPath(key, name))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // keepLog copies a failed build's log into the cache's logs folder and
 // returns its last line.
 func (m *Manager) keepLog(key, log string) string {
@@ -506,76 +405,6 @@ func (m *Manager) keepLog(key, log string) string {
 	return "empty build log"
 }
 
-// parsePipReport reads pip's installation report (pip install --report):
-// the installed distributions as name==version, and lock lines pinning
-// each with the sha256 of what was downloaded.
-func parsePipReport(b []byte) ([]string, []string, error) {
-	var rep struct {
-		Install []struct {
-			DownloadInfo struct {
-				URL         string `json:"url"`
-				ArchiveInfo struct {
-					Hash   string            `json:"hash"`
-					Hashes map[string]string `json:"hashes"`
-				} `json:"archive_info"`
-			} `json:"download_info"`
-			Metadata struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
-			} `json:"metadata"`
-		} `json:"install"`
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, nil, fmt.Errorf("pip report: %w", err)
-	}
-	var pkgs, lock []string
-	for _, in := range rep.Install {
-		name, ver := in.Metadata.Name, in.Metadata.Version
-		if name == "" || ver == "" {
-			return nil, nil, errors.New("pip report: an installed distribution has no name or version")
-		}
-		sum := in.DownloadInfo.ArchiveInfo.Hashes["sha256"]
-		if sum == "" {
-			if h, ok := strings.CutPrefix(in.DownloadInfo.ArchiveInfo.Hash, "sha256="); ok {
-				sum = h
-			}
-		}
-		if sum == "" {
-			return nil, nil, fmt.Errorf("pip report: %s %s has no sha256 (not from an index archive?)", name, ver)
-		}
-		pkgs = append(pkgs, name+"=="+ver)
-		lock = append(lock, fmt.Sprintf("%s==%s --hash=sha256:%s", name, ver, sum))
-	}
-	sort.Strings(pkgs)
-	sort.Strings(lock)
-	return pkgs, lock, nil
-}
-
-// parseNpmLock lists the packages of an npm lock file (v2/v3) as
-// name@version.
-func parseNpmLock(b []byte) ([]string, error) {
-	var lock struct {
-		Packages map[string]struct {
-			Version string `json:"version"`
-			Name    string `json:"name"`
-		} `json:"packages"`
-	}
-	if err := json.Unmarshal(b, &lock); err != nil {
-		return nil, fmt.Errorf("package-lock.json: %w", err)
-	}
-	var out []string
-	for p, v := range lock.Packages {
-		i := strings.LastIndex(p, "node_modules/")
-		if i < 0 {
-			continue
-		}
-		name := p[i+len("node_modules/"):]
-		out = append(out, name+"@"+v.Version)
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
 // shellJoin quotes args for sh.
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
@@ -591,37 +420,5 @@ func chownTree(root string, uid, gid int) error {
 			return err
 		}
 		return os.Lchown(p, uid, gid)
-	})
-}
-
-// copyPath copies the file or folder rel of the skill folder dir to
-// dst/rel: regular files and folders, symlinks as symlinks. Every file is
-// opened beneath dir without following symlinks (safefs.OpenBeneath): the skill's
-// owner cannot swap in a link to a host file while skillrun, as root,
-// copies it into the build.
-func copyPath(dir, rel, dst string) error {
-	src := filepath.Join(dir, filepath.FromSlash(rel))
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		r, _ := filepath.Rel(dir, p)
-		d := filepath.Join(dst, r)
-		switch {
-		case fi.IsDir():
-			return os.MkdirAll(d, 0o755)
-		case fi.Mode()&os.ModeSymlink != 0:
-			t, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return os.Symlink(t, d)
-		case fi.Mode().IsRegular():
-			if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
-				return err
-			}
-			return safefs.CopyBeneath(dir, r, d, 0o644)
-		}
-		return fmt.Errorf("%s: not a file, folder or symlink", r)
 	})
 }

@@ -11,7 +11,7 @@
 // initialisation order allows: before the packages only the command line
 // needs (urfave/cli, YAML, JSON Schema, the skill model) are initialised.
 // The container's init never returns to them, so it does not pay for
-// them: its start-up is measurably shorter (docs/benchmarks.md).
+// them: its start-up is measurably shorter (docs/performance.md).
 package containerinit
 
 import (

@@ -1,11 +1,14 @@
 # shellcheck shell=bash
-# Helpers shared by hack/conformance.sh and hack/bench.sh. Source it; it defines functions only.
+# Helpers shared by the hack/ scripts (hack/bench.sh, hack/conformance.sh, hack/demo.sh). Source it; it defines functions only.
 #
 #   busybox_rootfs DIR          populate DIR with a busybox-static root filesystem
 #   write_true_config DIR ARGS  write DIR/config.json (runc-spec-like, no tty) running ARGS
 #   runtime_version NAME PATH   one-line version of a runtime binary
 #   machine_line                CPU model, cores and kernel on one line
 #   ensure_cgroup_v1            mount the cgroup v1 controllers crun needs (hugetlb, net_cls,net_prio)
+#   unmount_under DIR           lazily unmount everything mounted at or below DIR, deepest first
+#   free_port                   a free TCP port on 127.0.0.1
+#   wait_port PORT              wait (up to 5 s) until 127.0.0.1:PORT accepts connections
 
 # busybox_rootfs DIR: a root filesystem built from Debian's busybox-static: /bin/busybox plus one
 # symlink per applet, the usual empty mount points and a small /etc/passwd and /etc/group (uid/gid 10
@@ -131,4 +134,31 @@ mount_v1() {
 			[ -e "/sys/fs/cgroup/$link" ] || ln -s "$opts" "/sys/fs/cgroup/$link"
 		done
 	fi
+}
+
+# unmount_under DIR: lazily unmount everything mounted at or below DIR, deepest first.
+unmount_under() {
+	local dir=$1 m
+	dir=$(realpath -m "$dir")
+	# mountinfo field 5 is the mount point with spaces etc. octal-escaped; printf %b decodes them.
+	awk '{print $5}' /proc/self/mountinfo | while read -r m; do printf '%b\n' "$m"; done |
+		awk -v d="$dir" 'index($0, d "/") == 1 || $0 == d {print length($0) "\t" $0}' |
+		sort -rn | cut -f2- | while read -r m; do
+		umount -l "$m" 2>/dev/null || true
+	done
+}
+
+# free_port: a TCP port of 127.0.0.1 nothing listens on (the kernel's pick, released again).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT: wait until something accepts connections on 127.0.0.1:PORT; non-zero after ~5 s.
+wait_port() {
+	local _
+	for _ in $(seq 50); do
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 1)" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
 }
