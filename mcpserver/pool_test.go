@@ -53,10 +53,11 @@ func TestPoolWarmCall(t *testing.T) {
 	if after := s.PoolStats()["calculator"][0]; after != before {
 		t.Errorf("bad input took a warm sandbox")
 	}
-	// Skills in input mode argv are never pooled; the others are.
+	// Skills in input mode argv are never pooled, nor skills without an
+	// entry point (no tool); the others are.
 	stats := s.PoolStats()
 	for name, n := range s.served {
-		if _, pooled := stats[name]; pooled != (n.skill.Input.Mode != spec.InputArgv) {
+		if _, pooled := stats[name]; pooled != (n.skill.Input.Mode != spec.InputArgv && n.skill.HasEntry()) {
 			t.Errorf("skill %s (input mode %s): pooled %v", name, n.skill.Input.Mode, pooled)
 		}
 	}

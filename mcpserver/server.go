@@ -46,6 +46,9 @@ type Options struct {
 	// Observe, when set, is called once per tool call when it has been
 	// answered (the server itself never logs).
 	Observe func(Call)
+	// With are packages the operator adds to every skill's environment
+	// (spec.Skill.WithPackages).
+	With []string
 }
 
 // Call is what Options.Observe learns of one tool call: never its input
@@ -172,10 +175,24 @@ func (s *Server) load() (map[string]served, []string, []string) {
 				warnings = append(warnings, fmt.Sprintf("skill %q skipped: name %q already served from %q", dir, sk.Name, prev.skill.Dir))
 				continue
 			}
-			t, err := Tool(sk)
-			if err != nil {
-				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
-				continue
+			if len(s.opts.With) > 0 {
+				if err := sk.WithPackages(s.opts.With); err != nil {
+					warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
+					continue
+				}
+			}
+			for _, w := range sk.Warnings {
+				warnings = append(warnings, fmt.Sprintf("skill %q: %s", sk.Name, w))
+			}
+			// A skill without an entry point is served for its
+			// instructions and files (Skills over MCP), with no tool of
+			// its own: it cannot be called, only used.
+			var t *mcp.Tool
+			if sk.HasEntry() {
+				if t, err = Tool(sk); err != nil {
+					warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
+					continue
+				}
 			}
 			files, err := skillFiles(sk)
 			if err != nil {
@@ -218,11 +235,11 @@ func (s *Server) sync() []string {
 	var gone, goneURIs []string
 	for name, old := range s.served {
 		n, ok := now[name]
-		if !ok {
+		if (!ok || n.tool == nil) && old.tool != nil {
 			gone = append(gone, name)
-			if old.pool != nil {
-				drain = append(drain, old.pool)
-			}
+		}
+		if !ok && old.pool != nil {
+			drain = append(drain, old.pool)
 		}
 		if !ok || n.sig != old.sig {
 			for _, f := range old.files {
@@ -246,11 +263,13 @@ func (s *Server) sync() []string {
 		if ok && old.pool != nil {
 			drain = append(drain, old.pool)
 		}
-		if s.opts.Pool > 0 && poolable(n.skill) {
+		if n.tool != nil && s.opts.Pool > 0 && poolable(n.skill) {
 			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn)
 			now[name] = n
 		}
-		s.mcp.AddTool(n.tool, s.handler(n.skill, n.pool))
+		if n.tool != nil {
+			s.mcp.AddTool(n.tool, s.handler(n.skill, n.pool))
+		}
 		for _, f := range n.files {
 			rel := strings.TrimPrefix(f.res.URI, "skill://")
 			s.mcp.AddResource(&mcp.Resource{URI: f.res.URI, Name: rel, MIMEType: f.res.MIMEType, Size: f.res.Size,
@@ -333,13 +352,16 @@ func (s *Server) Watch(ctx context.Context, interval time.Duration, warn func(st
 // MCP returns the SDK server, to be run on a transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Tools returns the tool definitions served, in load order.
+// Tools returns the tool definitions served, in load order (skills
+// without an entry point have none).
 func (s *Server) Tools() []*mcp.Tool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*mcp.Tool, 0, len(s.order))
 	for _, n := range s.order {
-		out = append(out, s.served[n].tool)
+		if t := s.served[n].tool; t != nil {
+			out = append(out, t)
+		}
 	}
 	return out
 }

@@ -206,8 +206,16 @@ func TestListToolsMatchesInspect(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs, _ := FindSkills(filepath.Join("..", "examples", "skills"))
-	if len(lr.Tools) != len(dirs) || len(dirs) < 2 {
-		t.Fatalf("listed %d tools for %d example skills", len(lr.Tools), len(dirs))
+	withEntry := 0
+	for _, d := range dirs {
+		if sk, err := spec.Load(d); err == nil && sk.HasEntry() {
+			withEntry++
+		}
+	}
+	// One tool per skill with an entry point (the others are served for
+	// their instructions and files only).
+	if len(lr.Tools) != withEntry || withEntry == len(dirs) || withEntry < 2 {
+		t.Fatalf("listed %d tools for %d example skills, %d with an entry point", len(lr.Tools), len(dirs), withEntry)
 	}
 	for _, lt := range lr.Tools {
 		var want *mcp.Tool

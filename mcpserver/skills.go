@@ -43,8 +43,9 @@ type SkillEntry struct {
 	// Frontmatter is SKILL.md's front matter (name, description,
 	// license, compatibility, metadata, allowed-tools).
 	Frontmatter map[string]any `json:"frontmatter"`
-	// Tool is the name of the tool that runs the skill.
-	Tool string `json:"tool"`
+	// Tool is the name of the tool that runs the skill; absent for a
+	// skill without an entry point (used through its scripts, not called).
+	Tool string `json:"tool,omitempty"`
 	// Resources are every file of the skill.
 	Resources []SkillResource `json:"resources"`
 }
@@ -162,7 +163,10 @@ func skillEntry(sk *spec.Skill, files []skillFile) SkillEntry {
 		fm["allowed-tools"] = strings.Join(sk.AllowedTools, " ")
 	}
 	e := SkillEntry{URI: skillURI(sk.Name, spec.SkillFile), Name: sk.Name, Description: sk.Description,
-		Frontmatter: fm, Tool: sk.Name, Resources: []SkillResource{}}
+		Frontmatter: fm, Resources: []SkillResource{}}
+	if sk.HasEntry() {
+		e.Tool = sk.Name // a skill without an entry point has no tool of its own
+	}
 	for _, f := range files {
 		e.Resources = append(e.Resources, f.res)
 	}

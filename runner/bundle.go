@@ -79,8 +79,8 @@ func (p *plan) writeBundle(dir, devDir string, config bool) (*specs.Spec, error)
 		// /proc/self/mountinfo, and the copy also pins the code for the
 		// run. A large one is bound in place unless its files are
 		// unreadable by the sandbox user (then copied anyway).
-		small := treeWithin(sk.Dir, maxSkillCopyBytes, maxSkillCopyFiles)
-		if small || (root && !readableBy(sk.Dir, p.uid, p.gid)) {
+		small := sk.Dir != "" && treeWithin(sk.Dir, maxSkillCopyBytes, maxSkillCopyFiles)
+		if sk.Dir != "" && (small || (root && !readableBy(sk.Dir, p.uid, p.gid))) {
 			owner := [2]int{-1, -1}
 			if root {
 				owner = [2]int{int(p.uid), int(p.gid)}

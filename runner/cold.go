@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"io"
 	"time"
 
 	"github.com/skillrun/skillrun/runtime"
@@ -13,7 +14,9 @@ import (
 // through rt, in a cold sandbox: the plan, the container with the input
 // on stdin from the start and the wall-clock limit counted from the
 // launch, and the outcome. With opts.Command, the command runs instead of
-// the entry point and in is not checked (nil: {}).
+// the entry point and in is not checked (nil: {}); with opts.Exec, in is
+// not used (the command reads opts.Exec.Stdin). A skill without an entry
+// point runs only commands: without one, Run returns an *InputError.
 //
 // A policy refusal is a Result with StoppedReason "policy", not an error;
 // bad input is an *InputError; other errors are skillrun failures. The
@@ -21,7 +24,15 @@ import (
 func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, in *Input, opts Options) (*Result, error) {
 	var argv []string
 	data := []byte("{}")
+	var stdin io.Reader
 	switch {
+	case opts.Exec != nil:
+		stdin = opts.Exec.Stdin
+		if stdin == nil {
+			stdin = bytes.NewReader(nil)
+		}
+	case !sk.HasEntry() && opts.Command == nil:
+		return nil, &InputError{Err: sk.NoEntryError()}
 	case opts.Command != nil:
 		if in != nil {
 			data = in.data
@@ -49,6 +60,9 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, in *Input, opt
 	stop := c.startTimeout()
 	defer stop()
 	c.start, c.ran = time.Now(), true
-	c.run(bytes.NewReader(data), nil)
+	if stdin == nil {
+		stdin = bytes.NewReader(data)
+	}
+	c.run(stdin, nil)
 	return c.outcome(ctx, time.Since(c.start), c.status, c.runErr)
 }

@@ -80,6 +80,12 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	}
 	c := &container{rt: rt, plan: p, warm: warm, done: make(chan struct{})}
 	c.base = Result{Skill: sk.Name, ExitCode: -1, Environment: p.envInfo}
+	if p.exec != nil {
+		c.base.Command, c.base.Cwd = p.exec.Args, p.policy.Cwd
+		if p.note != "" {
+			c.base.Notes = []string{p.note}
+		}
+	}
 	defer func() {
 		if retErr != nil {
 			c.cleanup()
@@ -144,6 +150,9 @@ func (c *container) run(stdin io.Reader, extra []*os.File) {
 	over := func() { c.cancel(errOutputLimit) }
 	c.stdout = &capWriter{limit: policy.Output, over: over}
 	c.stderr = &capWriter{limit: policy.Output, over: over}
+	if e := c.plan.opts.Exec; e != nil {
+		c.stdout.live, c.stderr.live = e.Stdout, e.Stderr
+	}
 	// config.json is for people and tools that look at a running skill;
 	// the runtime gets the spec in memory. Encoding it (cold reflection,
 	// ~0.8 ms of CPU) starts once the skill's program runs: alongside the
@@ -227,9 +236,10 @@ func newID(name string) string {
 	return "skill-" + name + "-" + hex.EncodeToString(b[:])
 }
 
-// capWriter keeps what is written up to limit bytes; the first write past
-// the limit calls over (which cancels the run). Writes never fail, so the
-// runtime's copier does not see EPIPE.
+// capWriter keeps what is written up to limit bytes, and passes the same
+// bytes on to live when set; the first write past the limit calls over
+// (which cancels the run). Writes never fail, so the runtime's copier does
+// not see EPIPE (a failing live writer is dropped).
 type capWriter struct {
 	mu    sync.Mutex
 	buf   []byte
@@ -237,6 +247,7 @@ type capWriter struct {
 	n     int64
 	over  func()
 	fired bool
+	live  io.Writer
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
@@ -244,10 +255,15 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.n += int64(len(p))
 	if room := w.limit - int64(len(w.buf)); room > 0 {
+		kept := p
 		if int64(len(p)) > room {
-			w.buf = append(w.buf, p[:room]...)
-		} else {
-			w.buf = append(w.buf, p...)
+			kept = p[:room]
+		}
+		w.buf = append(w.buf, kept...)
+		if w.live != nil {
+			if _, err := w.live.Write(kept); err != nil {
+				w.live = nil
+			}
 		}
 	}
 	if w.n > w.limit && !w.fired {

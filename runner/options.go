@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"io"
 	"os"
 
 	"github.com/skillrun/skillrun/spec"
@@ -32,6 +33,20 @@ type Options struct {
 	// checked against the skill's schema then.
 	Command    []string
 	CommandEnv map[string]string
+	// Exec, when set, runs a command in the skill's sandbox instead of its
+	// entry point (skill exec; in spec.Bare's sandbox: skillrun sandbox),
+	// with the skill's dependency environment first on PATH.
+	Exec *Exec
+}
+
+// Exec is a command to run in a sandbox (Options.Exec).
+type Exec struct {
+	spec.Exec
+	// Stdin is the command's standard input (nil: empty).
+	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the command's output as it
+	// comes (up to the output limit, like the result's copy).
+	Stdout, Stderr io.Writer
 }
 
 // DepsProvider gives a run the skill's prepared dependency environment.

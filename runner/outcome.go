@@ -91,6 +91,21 @@ func (c *container) outcome(ctx context.Context, wall time.Duration, status int,
 		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
 	}
 	res.OK = res.StoppedReason == "" && res.ExitCode == 0
+	if !res.OK && res.StoppedReason == "" {
+		stderr := c.stderr.Bytes()
+		if c.plan.exec != nil && (res.ExitCode == 127 || res.ExitCode == 126) {
+			if m := notFoundRE.FindSubmatch(stderr); m != nil {
+				what := "command not found"
+				if string(m[2]) == "Permission denied" {
+					what = "command not executable"
+				}
+				res.Error = fmt.Sprintf("%s: %s", what, m[1])
+			}
+		}
+		if mod, hint := missingModule(stderr); mod != "" && res.Error == "" {
+			res.MissingModule, res.Error = mod, hint
+		}
+	}
 	return &res, nil
 }
 

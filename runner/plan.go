@@ -28,6 +28,10 @@ type plan struct {
 	// releaseDeps gives it back (nil when none).
 	envInfo     *EnvInfo
 	releaseDeps func()
+	// exec is the exec'd command as it runs (scripts resolved), with
+	// note saying what was resolved; nil for an entry point.
+	exec *spec.Exec
+	note string
 }
 
 // newPlan plans running sk with argv (the arguments derived from the
@@ -50,6 +54,12 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 	p.sopts = []spec.Option{
 		spec.WithGrants(opts.Grants), spec.WithHostID(p.uid, p.gid), spec.WithArgs(argv...),
 		spec.WithCommand(opts.Command, opts.CommandEnv),
+	}
+	if opts.Exec != nil {
+		e := opts.Exec.Exec
+		e.Args, p.note = resolveScript(sk, ws, e)
+		p.exec = &e
+		p.sopts = append(p.sopts, spec.WithExec(e))
 	}
 	// Without cgroup limits (rootless, no delegation), rlimits bound
 	// memory, tasks and CPU time instead.

@@ -76,6 +76,18 @@ type Result struct {
 	Environment *EnvInfo `json:"environment,omitempty"`
 	// Warnings are grants beyond the manifest and limits not enforced.
 	Warnings []string `json:"warnings,omitempty"`
+	// Command is the command line an exec'd command ran with (skill exec,
+	// sandbox), after relative script paths were resolved; absent for an
+	// entry point.
+	Command []string `json:"command,omitempty"`
+	// Cwd is the exec'd command's working directory.
+	Cwd string `json:"cwd,omitempty"`
+	// Notes say what skillrun did for the command (a script path found in
+	// the skill's folder rather than the working directory).
+	Notes []string `json:"notes,omitempty"`
+	// MissingModule names the Python or Node module the run failed to
+	// import; Error then says how to add it.
+	MissingModule string `json:"missing_module,omitempty"`
 }
 
 // EnvInfo describes a skill's dependency environment in a result.

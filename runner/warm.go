@@ -107,7 +107,7 @@ var ErrSandboxEnded = errors.New("the warm sandbox ended before its call")
 // Sandbox. Skills in input mode argv, and opts.Command, are refused with
 // ErrArgvInput (they run cold only).
 func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options, when StartEntry) (*Sandbox, *Result, error) {
-	if sk.Input.Mode == spec.InputArgv || opts.Command != nil {
+	if sk.Input.Mode == spec.InputArgv || opts.Command != nil || opts.Exec != nil || !sk.HasEntry() {
 		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
 	}
 	c, res, err := newContainer(ctx, rt, sk, nil, opts, true)

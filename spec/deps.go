@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"regexp"
@@ -181,8 +182,9 @@ func checkRequirement(line string) error {
 }
 
 // parseNodeDeps checks npm dependency specs (name -> spec); file: specs
-// must stay in the skill folder dir.
-func parseNodeDeps(source string, deps map[string]string, dir string) (*NodeDeps, error) {
+// (relative to base, the package.json's folder in the skill) must stay in
+// the skill folder dir.
+func parseNodeDeps(source string, deps map[string]string, dir, base string) (*NodeDeps, error) {
 	n := &NodeDeps{Source: source, Dependencies: map[string]string{}}
 	names := make([]string, 0, len(deps))
 	for k := range deps {
@@ -196,7 +198,7 @@ func parseNodeDeps(source string, deps map[string]string, dir string) (*NodeDeps
 		case !npmNameRE.MatchString(name):
 			errs = append(errs, fmt.Errorf("%s: dependencies: %q is not an npm package name", source, name))
 		case strings.HasPrefix(v, "file:"):
-			rel := strings.TrimPrefix(strings.TrimPrefix(v, "file:"), "./")
+			rel := path.Join(base, strings.TrimPrefix(strings.TrimPrefix(v, "file:"), "./"))
 			if err := checkRelPath(rel); err != nil {
 				errs = append(errs, fmt.Errorf("%s: dependencies: %s: %v", source, name, err))
 				continue
@@ -220,24 +222,58 @@ func parseNodeDeps(source string, deps map[string]string, dir string) (*NodeDeps
 	return n, nil
 }
 
+// DepsDirs are the folders of a skill where its dependency files are
+// looked for, in order: its top, and scripts/ (where many published
+// skills keep requirements.txt or package.json next to the scripts that
+// import them).
+var DepsDirs = []string{"", "scripts"}
+
+// readDepsFile reads the dependency file name from the first of DepsDirs
+// that has it and returns its skill-relative path; a file in more than one
+// is an error (declare in one place).
+func readDepsFile(dir, name string) ([]byte, string, error) {
+	var data []byte
+	var found string
+	for _, d := range DepsDirs {
+		rel := path.Join(d, name)
+		b, err := readSkillFile(dir, rel, MaxDepsFileSize)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, rel, fmt.Errorf("%s: %w", rel, err)
+		case found != "":
+			return nil, rel, fmt.Errorf("%s: %s declares the same packages' file too: keep one", rel, found)
+		}
+		data, found = b, rel
+	}
+	if found == "" {
+		return nil, "", os.ErrNotExist
+	}
+	return data, found, nil
+}
+
 // resolveDeps reads the dependency declarations of the skill in s.Dir.
 func (s *Skill) resolveDeps() error {
+	if s.Dir == "" {
+		return nil
+	}
 	var errs []error
 	md := s.Manifest.Dependencies
 	// Python.
-	req, reqErr := readSkillFile(s.Dir, RequirementsFile, MaxDepsFileSize)
+	req, reqFile, reqErr := readDepsFile(s.Dir, RequirementsFile)
 	switch {
 	case reqErr == nil && len(md.Python) > 0:
-		errs = append(errs, fmt.Errorf("%s: dependencies.python: %s declares Python packages too: declare them in one place", ManifestFile, RequirementsFile))
+		errs = append(errs, fmt.Errorf("%s: dependencies.python: %s declares Python packages too: declare them in one place", ManifestFile, reqFile))
 	case reqErr == nil:
-		lines, err := ParseRequirements(RequirementsFile, strings.Split(string(req), "\n"), true)
+		lines, err := ParseRequirements(reqFile, strings.Split(string(req), "\n"), true)
 		if err != nil {
 			errs = append(errs, err)
 		} else if len(lines) > 0 {
-			s.Deps.Python = &PythonDeps{Source: RequirementsFile, Requirements: lines}
+			s.Deps.Python = &PythonDeps{Source: reqFile, Requirements: lines}
 		}
 	case !errors.Is(reqErr, os.ErrNotExist):
-		errs = append(errs, fmt.Errorf("%s: %w", RequirementsFile, reqErr))
+		errs = append(errs, reqErr)
 	case len(md.Python) > 0:
 		lines, err := ParseRequirements(ManifestFile+": dependencies.python", md.Python, false)
 		if err != nil {
@@ -246,24 +282,28 @@ func (s *Skill) resolveDeps() error {
 			s.Deps.Python = &PythonDeps{Source: ManifestFile, Requirements: lines}
 		}
 	}
-	if lock, err := readSkillFile(s.Dir, RequirementsLockFile, MaxDepsFileSize); err == nil {
+	lockFile := RequirementsLockFile
+	if reqFile != "" {
+		lockFile = path.Join(path.Dir(reqFile), RequirementsLockFile)
+	}
+	if lock, err := readSkillFile(s.Dir, lockFile, MaxDepsFileSize); err == nil {
 		if s.Deps.Python == nil {
-			errs = append(errs, fmt.Errorf("%s: there are no Python requirements to lock", RequirementsLockFile))
-		} else if lines, err := ParseRequirements(RequirementsLockFile, strings.Split(string(lock), "\n"), true); err != nil {
+			errs = append(errs, fmt.Errorf("%s: there are no Python requirements to lock", lockFile))
+		} else if lines, err := ParseRequirements(lockFile, strings.Split(string(lock), "\n"), true); err != nil {
 			errs = append(errs, err)
 		} else {
 			for i, l := range lines {
 				if !strings.Contains(l, "==") || !strings.Contains(l, "--hash=") {
-					errs = append(errs, fmt.Errorf("%s: %q: every line must pin name==version with --hash=sha256:...", RequirementsLockFile, lines[i]))
+					errs = append(errs, fmt.Errorf("%s: %q: every line must pin name==version with --hash=sha256:...", lockFile, lines[i]))
 				}
 			}
 			s.Deps.Python.Lock = lines
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("%s: %w", RequirementsLockFile, err))
+		errs = append(errs, fmt.Errorf("%s: %w", lockFile, err))
 	}
 	// Node.
-	pj, pjErr := readSkillFile(s.Dir, PackageJSONFile, MaxDepsFileSize)
+	pj, pjFile, pjErr := readDepsFile(s.Dir, PackageJSONFile)
 	var nodeDeps map[string]string
 	source := ""
 	switch {
@@ -273,19 +313,19 @@ func (s *Skill) resolveDeps() error {
 			OptionalDependencies map[string]string `json:"optionalDependencies"`
 		}
 		if err := json.Unmarshal(pj, &doc); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", PackageJSONFile, err))
+			errs = append(errs, fmt.Errorf("%s: %v", pjFile, err))
 			break
 		}
 		if len(doc.OptionalDependencies) > 0 {
-			errs = append(errs, fmt.Errorf("%s: optionalDependencies: not supported: list them under dependencies", PackageJSONFile))
+			errs = append(errs, fmt.Errorf("%s: optionalDependencies: not supported: list them under dependencies", pjFile))
 		}
 		if len(doc.Dependencies) > 0 && len(md.Node) > 0 {
-			errs = append(errs, fmt.Errorf("%s: dependencies.node: %s declares Node packages too: declare them in one place", ManifestFile, PackageJSONFile))
+			errs = append(errs, fmt.Errorf("%s: dependencies.node: %s declares Node packages too: declare them in one place", ManifestFile, pjFile))
 			break
 		}
-		nodeDeps, source = doc.Dependencies, PackageJSONFile
+		nodeDeps, source = doc.Dependencies, pjFile
 	case !errors.Is(pjErr, os.ErrNotExist):
-		errs = append(errs, fmt.Errorf("%s: %w", PackageJSONFile, pjErr))
+		errs = append(errs, pjErr)
 	}
 	if len(nodeDeps) == 0 && len(md.Node) > 0 {
 		nodeDeps, source = map[string]string{}, ManifestFile
@@ -299,7 +339,11 @@ func (s *Skill) resolveDeps() error {
 		source = ManifestFile + ": dependencies.node"
 	}
 	if len(nodeDeps) > 0 {
-		n, err := parseNodeDeps(source, nodeDeps, s.Dir)
+		base := ""
+		if pjFile != "" && source == pjFile {
+			base = path.Dir(pjFile)
+		}
+		n, err := parseNodeDeps(source, nodeDeps, s.Dir, base)
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -312,16 +356,20 @@ func (s *Skill) resolveDeps() error {
 		// skill without Node dependencies.
 		return errors.Join(errs...)
 	}
-	if lock, err := readSkillFile(s.Dir, PackageLockFile, MaxDepsFileSize); err == nil {
+	npmLock := PackageLockFile
+	if pjFile != "" && s.Deps.Node.Source == pjFile {
+		npmLock = path.Join(path.Dir(pjFile), PackageLockFile)
+	}
+	if lock, err := readSkillFile(s.Dir, npmLock, MaxDepsFileSize); err == nil {
 		if !json.Valid(lock) {
-			errs = append(errs, fmt.Errorf("%s: not valid JSON", PackageLockFile))
+			errs = append(errs, fmt.Errorf("%s: not valid JSON", npmLock))
 		} else {
 			var c bytes.Buffer
 			_ = json.Compact(&c, lock)
 			s.Deps.Node.Lock = c.Bytes()
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("%s: %w", PackageLockFile, err))
+		errs = append(errs, fmt.Errorf("%s: %w", npmLock, err))
 	}
 	return errors.Join(errs...)
 }
@@ -335,4 +383,62 @@ func splitNpmSpec(s string) (string, string) {
 		return s, "latest"
 	}
 	return s[:at], s[at+1:]
+}
+
+// WithPackages adds the operator's packages (--with, like uv run --with)
+// to the skill's dependencies: a pip requirement ("tabulate==0.9.0"), or
+// "npm:NAME@VERSION" for Node. They join the skill's own declarations (and
+// so the environment's key). A URL, a path or a pip option is refused, the
+// error naming the flag.
+func (s *Skill) WithPackages(pkgs []string) error {
+	var py []string
+	node := map[string]string{}
+	var errs []error
+	for _, p := range pkgs {
+		p = strings.TrimSpace(p)
+		if rest, ok := strings.CutPrefix(p, "npm:"); ok {
+			name, ver := splitNpmSpec(rest)
+			if _, err := parseNodeDeps("--with", map[string]string{name: ver}, s.Dir, ""); err != nil || strings.HasPrefix(ver, "file:") {
+				errs = append(errs, fmt.Errorf("--with %q: want npm:NAME@VERSION (a package of the operator's registry)", p))
+				continue
+			}
+			node[name] = ver
+			continue
+		}
+		lines, err := ParseRequirements("--with", []string{p}, false)
+		if err != nil || len(lines) != 1 {
+			errs = append(errs, fmt.Errorf("--with %q: want a pip requirement such as name==1.2 (no URLs, paths or pip options), or npm:NAME@VERSION", p))
+			continue
+		}
+		py = append(py, lines[0])
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(py) > 0 {
+		if s.Deps.Python == nil {
+			s.Deps.Python = &PythonDeps{Source: "--with"}
+		} else if len(s.Deps.Python.Lock) > 0 {
+			return fmt.Errorf("--with: the skill pins its Python packages (%s); add the package there instead", RequirementsLockFile)
+		}
+		d := *s.Deps.Python
+		d.Requirements = append(append([]string(nil), d.Requirements...), py...)
+		s.Deps.Python = &d
+	}
+	if len(node) > 0 {
+		d := &NodeDeps{Source: "--with", Dependencies: map[string]string{}}
+		if s.Deps.Node != nil {
+			if len(s.Deps.Node.Lock) > 0 {
+				return fmt.Errorf("--with: the skill pins its Node packages (%s); add the package there instead", PackageLockFile)
+			}
+			c := *s.Deps.Node
+			d = &c
+			d.Dependencies = maps.Clone(s.Deps.Node.Dependencies)
+		}
+		for k, v := range node {
+			d.Dependencies[k] = v
+		}
+		s.Deps.Node = d
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"bytes"
 	"fmt"
 	"io"
@@ -40,7 +41,11 @@ var conventionalEntries = []string{
 	"main.py", "main.js", "main.mjs", "main.sh", "run.py", "run.js", "run.mjs", "run.sh",
 }
 
-// resolveEntry sets s.Entry from the manifest or by convention.
+// resolveEntry sets s.Entry from the manifest or by convention. The entry
+// point is optional (the Agent Skills format has none): a skill without
+// one is used through its scripts (skill exec) and its instructions. When
+// the convention finds several candidates, none is picked and a warning
+// says so.
 func (s *Skill) resolveEntry() error {
 	if p := s.Manifest.Entry; p != "" {
 		p = path.Clean(filepath.ToSlash(p))
@@ -60,10 +65,11 @@ func (s *Skill) resolveEntry() error {
 	}
 	switch len(found) {
 	case 0:
-		return fmt.Errorf("%s: entry: no entry point: declare one or add one of %s", ManifestFile, strings.Join(conventionalEntries[:6], ", "))
+		return nil
 	case 1:
 	default:
-		return fmt.Errorf("%s: entry: several entry points found (%s): declare which one to run", ManifestFile, strings.Join(found, ", "))
+		s.Warnings = append(s.Warnings, fmt.Sprintf("entry: several conventional entry points found (%s): none is the skill's entry point; declare one with \"entry:\" in %s to call the skill, or run any of them with skill exec", strings.Join(found, ", "), ManifestFile))
+		return nil
 	}
 	e, err := classify(s.Dir, found[0])
 	if err != nil {
@@ -71,6 +77,25 @@ func (s *Skill) resolveEntry() error {
 	}
 	s.Entry = e
 	return nil
+}
+
+// HasEntry reports whether the skill has an entry point (declared or
+// found by convention): only then can it be called (skill run, a tool of
+// its own over MCP).
+func (s *Skill) HasEntry() bool { return s.Entry.Path != "" }
+
+// ErrNoEntry is matched (errors.Is) by NoEntryError's errors.
+var ErrNoEntry = errors.New("no entry point")
+
+// NoEntryError explains how to call a skill that has no entry point, or
+// how to use it without one. It names the manifest only when the skill
+// has one.
+func (s *Skill) NoEntryError() error {
+	conv := strings.Join(conventionalEntries[:6], ", ")
+	if s.ManifestFile != "" {
+		return fmt.Errorf("%s: entry: %w: declare one (entry: scripts/NAME.py) or add one of %s; or run one of the skill's scripts with skillrun skill exec DIR -- CMD", s.ManifestFile, ErrNoEntry, conv)
+	}
+	return fmt.Errorf("skill %q has %w (SKILL.md alone does not name one): run one of its scripts with skillrun skill exec DIR -- CMD, or add one of %s, or a %s with \"entry: PATH\"", s.Name, ErrNoEntry, conv, ManifestFile)
 }
 
 // classify picks the interpreter of the file rel in dir from its

@@ -130,6 +130,9 @@ func Generate(s *Skill, platform string, opts ...Option) (*specs.Spec, error) {
 		return nil, errors.New("generate: nil skill")
 	}
 	o := collect(opts)
+	if o.command == nil && o.exec == nil && !s.HasEntry() {
+		return nil, s.NoEntryError()
+	}
 	p, err := resolve(s, o)
 	if err != nil {
 		return nil, err
@@ -148,6 +151,9 @@ func processArgs(s *Skill, root string, o *options) []string {
 	if o.command != nil {
 		return clone(o.command)
 	}
+	if o.exec != nil {
+		return append(clone(ExecShell), o.exec.Args...)
+	}
 	args := append([]string(nil), s.Entry.Interpreter...)
 	if d := o.deps; d != nil && d.Python != "" && s.Entry.Kind == KindPython && len(args) > 0 {
 		// The environment's venv runs on the same base interpreter.
@@ -165,7 +171,9 @@ func processEnv(p *Policy, home, tmp, skillDir, workspace string) []string {
 		"HOME=" + home,
 		"TMPDIR=" + tmp,
 		"LANG=C.UTF-8",
-		"SKILL_DIR=" + skillDir,
+	}
+	if skillDir != "" {
+		env = append(env, "SKILL_DIR="+skillDir)
 	}
 	if p.Workspace != "" {
 		env = append(env, "WORKSPACE="+workspace)
@@ -348,7 +356,11 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	}
 	// A skill copied into the bundle's rootfs is part of the read-only
 	// root; one elsewhere is bound there.
-	if o.bundleDir == "" || filepath.Clean(s.Dir) != BundleSkillDir(o.bundleDir) {
+	skillDir := SkillMount
+	switch {
+	case s.Dir == "":
+		skillDir = "" // a sandbox without a skill (Bare)
+	case o.bundleDir == "" || filepath.Clean(s.Dir) != BundleSkillDir(o.bundleDir):
 		mounts = append(mounts, specs.Mount{Destination: SkillMount, Type: "bind", Source: s.Dir, Options: clone(roBind)})
 	}
 	mounts = append(mounts, specs.Mount{Destination: ScratchMount, Type: "tmpfs", Source: "tmpfs", Options: tmpfsOpt(p.Scratch, "1777")})
@@ -358,13 +370,18 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	if p.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: WorkspaceMount, Type: "bind", Source: p.Workspace, Options: clone(rwBind)})
 	}
-	env := processEnv(p, ScratchMount, ScratchMount, SkillMount, WorkspaceMount)
+	env := processEnv(p, ScratchMount, ScratchMount, skillDir, WorkspaceMount)
 	if d := o.deps; d != nil {
 		mounts = append(mounts, specs.Mount{Destination: EnvMount, Type: "bind", Source: d.Dir, Options: clone(roBind)})
 		if d.Node {
 			mounts = append(mounts, specs.Mount{Destination: NodeModulesMount, Type: "bind", Source: filepath.Join(d.Dir, "node", "node_modules"), Options: clone(roBind)})
 			env = append(env, "NODE_PATH="+NodeModulesMount)
 		}
+	}
+	cwd := ScratchMount
+	if o.exec != nil {
+		cwd = p.Cwd
+		env = execEnv(env, o.deps, skillDir, p)
 	}
 
 	namespaces := []specs.LinuxNamespace{
@@ -400,7 +417,7 @@ func generateLinux(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 			User:            specs.User{UID: 0, GID: 0},
 			Args:            withRlimitWrapper(p, processArgs(s, SkillMount, o)),
 			Env:             env,
-			Cwd:             ScratchMount,
+			Cwd:             cwd,
 			Capabilities:    &specs.LinuxCapabilities{},
 			Rlimits:         append(rlimits(p), fallbackRlimits(p)...),
 			NoNewPrivileges: true,
@@ -449,20 +466,33 @@ func generateDarwin(s *Skill, p *Policy, o *options) (*specs.Spec, error) {
 	for _, d := range darwinSystemPaths {
 		mounts = append(mounts, specs.Mount{Destination: d, Type: "bind", Source: d, Options: []string{"rbind", "ro"}})
 	}
-	mounts = append(mounts,
-		specs.Mount{Destination: s.Dir, Type: "bind", Source: s.Dir, Options: []string{"rbind", "ro"}},
-		specs.Mount{Destination: scratch, Type: "bind", Source: scratch, Options: []string{"rbind", "rw"}},
-	)
+	if s.Dir != "" {
+		mounts = append(mounts, specs.Mount{Destination: s.Dir, Type: "bind", Source: s.Dir, Options: []string{"rbind", "ro"}})
+	}
+	mounts = append(mounts, specs.Mount{Destination: scratch, Type: "bind", Source: scratch, Options: []string{"rbind", "rw"}})
 	if p.Workspace != "" {
 		mounts = append(mounts, specs.Mount{Destination: p.Workspace, Type: "bind", Source: p.Workspace, Options: []string{"rbind", "rw"}})
+	}
+	env := processEnv(p, scratch, scratch, s.Dir, p.Workspace)
+	cwd := scratch
+	if o.exec != nil {
+		// Seatbelt cannot remap paths: the container folders are the
+		// host's.
+		env = execEnv(env, nil, s.Dir, p)
+		switch c := p.Cwd; {
+		case c == SkillMount || strings.HasPrefix(c, SkillMount+"/"):
+			cwd = filepath.Join(s.Dir, strings.TrimPrefix(c, SkillMount))
+		case c == WorkspaceMount || strings.HasPrefix(c, WorkspaceMount+"/"):
+			cwd = filepath.Join(p.Workspace, strings.TrimPrefix(c, WorkspaceMount))
+		}
 	}
 	sp := &specs.Spec{
 		Version: specs.Version,
 		Process: &specs.Process{
 			User:            specs.User{UID: uint32(o.hostUID), GID: uint32(o.hostGID)},
 			Args:            processArgs(s, s.Dir, o),
-			Env:             processEnv(p, scratch, scratch, s.Dir, p.Workspace),
-			Cwd:             scratch,
+			Env:             env,
+			Cwd:             cwd,
 			Rlimits:         rlimits(p),
 			NoNewPrivileges: true,
 		},

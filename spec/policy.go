@@ -97,6 +97,9 @@ type Policy struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Writable are extra tmpfs paths from the manifest.
 	Writable []string `json:"writable,omitempty"`
+	// Cwd is an exec'd command's working directory (WithExec), "" for an
+	// entry point (which starts in the scratch folder).
+	Cwd string `json:"cwd,omitempty"`
 	// Warnings are grants the operator made beyond the manifest.
 	Warnings []string `json:"-"`
 	// Fallback is set (WithRlimitFallback) when the runtime will not apply
@@ -161,6 +164,7 @@ type options struct {
 	deps      *DepsEnv
 	command   []string
 	cmdEnv    map[string]string
+	exec      *Exec
 }
 
 // Grants are the operator's grants and overrides of one run: what the
@@ -445,7 +449,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 			return nil, fmt.Errorf("--workspace: %w", err)
 		}
 		p.Workspace = filepath.Clean(abs)
-		if ws == "" || ws == WorkspaceNone {
+		if (ws == "" || ws == WorkspaceNone) && s.Dir != "" && o.exec == nil {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("--workspace grants a writable folder to a skill whose %s does not ask for one", ManifestFile))
 		}
 	case ws == WorkspaceRequired:
@@ -459,9 +463,19 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 		p.Env[k] = v
 	}
 	p.Writable = append([]string(nil), m.Filesystem.Writable...)
+	if o.exec != nil {
+		if len(o.exec.Args) == 0 {
+			return nil, fmt.Errorf("command: empty: give the command to run")
+		}
+		cwd, err := execCwd(s, p, o.exec)
+		if err != nil {
+			return nil, err
+		}
+		p.Cwd = cwd
+	}
 	if o.fallback {
 		f := &Fallback{Memory: EnforcedByRlimitAS, Pids: EnforcedByNone, CPUTime: EnforcedByRlimitCPU}
-		if s.Entry.Kind == KindNode {
+		if s.Entry.Kind == KindNode && o.exec == nil || execRunsNode(o.exec) {
 			f.Memory = EnforcedByRlimitData
 		}
 		if o.nprocNS {

@@ -53,6 +53,12 @@ type Skill struct {
 	Input Input `json:"input"`
 	// Deps are the packages the skill declares it imports.
 	Deps Dependencies `json:"dependencies,omitempty"`
+	// Warnings are what Load accepted but a strict check refuses:
+	// deviations from the Agent Skills specification that do not touch
+	// the sandbox (a description over 1024 characters, a name other than
+	// its folder's), and an entry point the convention could not pick.
+	// `skill validate --strict` makes them errors.
+	Warnings []string `json:"warnings,omitempty"`
 
 	// compiled is the declared input schema, compiled once by Load.
 	compiled *jsonschema.Resolved
@@ -156,8 +162,10 @@ func (s *Skill) parseSkillMD(data []byte, folder string) []error {
 		errs = append(errs, fail("name", "required"))
 	default:
 		s.Name = *fm.Name
-		if err := checkName(s.Name, folder); err != nil {
+		if err := checkName(s.Name); err != nil {
 			errs = append(errs, fail("name", "%v", err))
+		} else if s.Name != folder {
+			s.warn("name", "%q does not match the folder name %q (Agent Skills specification)", s.Name, folder)
 		}
 	}
 	switch {
@@ -166,13 +174,13 @@ func (s *Skill) parseSkillMD(data []byte, folder string) []error {
 	default:
 		s.Description = *fm.Description
 		if n := utf8.RuneCountInString(s.Description); n > MaxDescriptionLen {
-			errs = append(errs, fail("description", "%d characters, at most %d allowed", n, MaxDescriptionLen))
+			s.warn("description", "%d characters, at most %d allowed (Agent Skills specification)", n, MaxDescriptionLen)
 		}
 	}
 	s.License = fm.License
 	s.Compatibility = fm.Compatibility
 	if n := utf8.RuneCountInString(s.Compatibility); n > MaxCompatibilityLen {
-		errs = append(errs, fail("compatibility", "%d characters, at most %d allowed", n, MaxCompatibilityLen))
+		s.warn("compatibility", "%d characters, at most %d allowed (Agent Skills specification)", n, MaxCompatibilityLen)
 	}
 	if fm.Metadata.Kind != 0 {
 		md, err := stringMap(&fm.Metadata)
@@ -200,8 +208,15 @@ func (s *Skill) parseSkillMD(data []byte, folder string) []error {
 	return errs
 }
 
-// checkName applies the Agent Skills naming rules.
-func checkName(name, folder string) error {
+// warn records a deviation of SKILL.md's field that does not touch the
+// sandbox (see Skill.Warnings).
+func (s *Skill) warn(field, format string, a ...any) {
+	s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s: %s", SkillFile, field, fmt.Sprintf(format, a...)))
+}
+
+// checkName applies the Agent Skills naming rules that the sandbox relies
+// on (the name is part of container IDs and tool names).
+func checkName(name string) error {
 	var problems []string
 	switch n := len(name); {
 	case n == 0:
@@ -220,9 +235,6 @@ func checkName(name, folder string) error {
 	}
 	if strings.Contains(name, "--") {
 		problems = append(problems, "must not contain consecutive hyphens")
-	}
-	if name != folder {
-		problems = append(problems, fmt.Sprintf("%q does not match the folder name %q", name, folder))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%q: %s", name, strings.Join(problems, "; "))

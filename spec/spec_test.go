@@ -81,13 +81,8 @@ func TestLoadErrors(t *testing.T) {
 		{"name rules", "Bad--Name-", map[string]string{"SKILL.md": "---\nname: Bad--Name-\ndescription: x\n---\n", "run.sh": "echo"},
 			[]string{"SKILL.md: name:", "character 'B'", "start or end with a hyphen", "consecutive hyphens"}},
 		{"name too long", long, map[string]string{"SKILL.md": "---\nname: " + long + "\ndescription: x\n---\n", "run.sh": "echo"}, []string{"65 characters, at most 64"}},
-		{"name not folder", "demo", map[string]string{"SKILL.md": "---\nname: other\ndescription: x\n---\n", "run.sh": "echo"}, []string{`does not match the folder name "demo"`}},
-		{"description too long", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: " + strings.Repeat("d", 1025) + "\n---\n", "run.sh": "echo"}, []string{"description: 1025 characters"}},
-		{"compatibility too long", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: x\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", "run.sh": "echo"}, []string{"compatibility: 501 characters"}},
 		{"metadata not strings", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: x\nmetadata:\n  a: [1]\n---\n", "run.sh": "echo"}, []string{"SKILL.md: metadata: a: line 5: value must be a string"}},
 		{"metadata not a map", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: x\nmetadata: 3\n---\n", "run.sh": "echo"}, []string{"SKILL.md: metadata: line 4: must be a mapping"}},
-		{"no entry", "demo", map[string]string{"SKILL.md": okSkillMD}, []string{"sandbox.yaml: entry: no entry point"}},
-		{"two entries", "demo", map[string]string{"SKILL.md": okSkillMD, "scripts/main.py": "", "scripts/main.js": ""}, []string{"several entry points found (scripts/main.py, scripts/main.js)"}},
 		{"unknown manifest key", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "limits:\n  memroy: 1G\n"}, []string{"sandbox.yaml:", "field memroy not found"}},
 		{"bad manifest values", "demo", map[string]string{"SKILL.md": okSkillMD, "run.sh": "", "sandbox.yaml": "entry: ../x.py\nenv: [PATH, 9X]\nnetwork:\n  hosts: ['a b']\nfilesystem:\n  workspace: maybe\n  writable: [/usr/x, rel]\nlimits:\n  memory: 1Mi\n  pids: 1\n"},
 			[]string{"sandbox.yaml: entry: \"../x.py\" leaves the skill folder", "sandbox.yaml: env: \"PATH\" is set by the sandbox", `sandbox.yaml: env: "9X" is not a valid`, `network.hosts: "a b"`, `filesystem.workspace: "maybe"`, `"/usr/x" is inside /usr`, `"rel" must be a clean absolute path`, "limits.memory:", "limits.pids:"}},
@@ -112,6 +107,71 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadWarnings: what the Agent Skills format allows but the
+// specification's limits do not (and a convention that finds several
+// entry points) loads, with a warning naming the file and field; an
+// instruction-only skill is a skill without an entry point.
+func TestLoadWarnings(t *testing.T) {
+	tests := []struct {
+		name, folder string
+		files        map[string]string
+		want         []string
+		entry        string
+	}{
+		{"no entry", "demo", map[string]string{"SKILL.md": okSkillMD, "references/guide.md": "read me"}, nil, ""},
+		{"two entries", "demo", map[string]string{"SKILL.md": okSkillMD, "scripts/main.py": "", "scripts/main.js": ""},
+			[]string{"several conventional entry points found (scripts/main.py, scripts/main.js)"}, ""},
+		{"name not folder", "demo", map[string]string{"SKILL.md": "---\nname: other\ndescription: x\n---\n", "run.sh": "echo"},
+			[]string{`SKILL.md: name: "other" does not match the folder name "demo"`}, "run.sh"},
+		{"description too long", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: " + strings.Repeat("d", 1025) + "\n---\n", "run.sh": "echo"},
+			[]string{"SKILL.md: description: 1025 characters, at most 1024"}, "run.sh"},
+		{"compatibility too long", "demo", map[string]string{"SKILL.md": "---\nname: demo\ndescription: x\ncompatibility: " + strings.Repeat("c", 501) + "\n---\n", "run.sh": "echo"},
+			[]string{"SKILL.md: compatibility: 501 characters"}, "run.sh"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Load(writeSkill(t, tt.folder, tt.files))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Warnings) != len(tt.want) {
+				t.Fatalf("warnings %q, want %d", s.Warnings, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(s.Warnings[i], w) {
+					t.Errorf("warning %q does not contain %q", s.Warnings[i], w)
+				}
+			}
+			if s.Entry.Path != tt.entry || s.HasEntry() != (tt.entry != "") {
+				t.Errorf("entry %+v, want %q", s.Entry, tt.entry)
+			}
+		})
+	}
+}
+
+// TestNoEntryError: a skill without an entry point cannot be generated
+// without a command; the error names sandbox.yaml only when it exists.
+func TestNoEntryError(t *testing.T) {
+	bare, err := Load(writeSkill(t, "demo", map[string]string{"SKILL.md": okSkillMD}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(bare, "linux", WithHostLayout(testLayout), WithHostID(1000, 1000))
+	if !errors.Is(err, ErrNoEntry) || strings.Contains(err.Error(), "sandbox.yaml:") || !strings.Contains(err.Error(), "skill exec") {
+		t.Errorf("no manifest: %v", err)
+	}
+	if _, err := Generate(bare, "linux", WithHostLayout(testLayout), WithHostID(1000, 1000), WithCommand([]string{"sh"}, nil)); err != nil {
+		t.Errorf("with a command: %v", err)
+	}
+	withManifest, err := Load(writeSkill(t, "demo", map[string]string{"SKILL.md": okSkillMD, "sandbox.yaml": "limits:\n  pids: 10\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := withManifest.NoEntryError(); !strings.HasPrefix(err.Error(), "sandbox.yaml: entry: no entry point") {
+		t.Errorf("with a manifest: %v", err)
 	}
 }
 

@@ -175,6 +175,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			stateCommand(e),
 			updateCommand(e),
 			skillCommand(e),
+			sandboxCommand(e),
 			mcpCommand(e),
 			openshellCommand(e),
 		},

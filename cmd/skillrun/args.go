@@ -9,7 +9,7 @@ import (
 // noReorder are the verbs whose arguments after the container ID belong to
 // another program (exec's command, ps' options): runc leaves them alone too
 // (urfave/cli's SkipArgReorder).
-var noReorder = map[string]bool{"exec": true, "ps": true}
+var noReorder = map[string]bool{"exec": true, "ps": true, "sandbox": true}
 
 // reorderArgs lets a verb's flags follow its positional arguments, as runc
 // accepts them (`update ID --cpu-period N`, `delete ID --force`,
@@ -114,6 +114,12 @@ func reorderSkillArgs(app *cli.App, args []string) []string {
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			positional = append(positional, a)
+			if sub.Name == "exec" && len(positional) == 2 {
+				// skill exec DIR CMD ARGS...: the command's own flags
+				// are not exec's.
+				positional = append(positional, rest[k+1:]...)
+				break
+			}
 			continue
 		}
 		flags = append(flags, a)

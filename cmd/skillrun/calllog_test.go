@@ -27,7 +27,7 @@ func jsonLogEnv() (*env, *bytes.Buffer) {
 	return e, &buf
 }
 
-func oneLine(t *testing.T, buf *bytes.Buffer) map[string]any {
+func logLine(t *testing.T, buf *bytes.Buffer) map[string]any {
 	t.Helper()
 	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
 	if len(lines) != 1 {
@@ -47,7 +47,7 @@ func TestLogMCPCall(t *testing.T) {
 	e, buf := jsonLogEnv()
 	e.logMCPCall(mcpserver.Call{Skill: "calculator", Session: "s1", Warm: true, Duration: 12 * time.Millisecond,
 		Result: &runner.Result{ExitCode: 4, StoppedReason: runner.StoppedTimeout, Output: "SECRET-OUTPUT"}})
-	m := oneLine(t, buf)
+	m := logLine(t, buf)
 	want := map[string]any{"level": "info", "msg": "mcp tool call", "skill": "calculator", "session": "s1", "warm": true,
 		"duration_ms": float64(12), "outcome": "timeout", "exit_code": float64(4), "stopped_reason": "timeout"}
 	for k, v := range want {
@@ -69,7 +69,7 @@ func TestRPCLogger(t *testing.T) {
 	_, _ = unary(context.Background(), &pb.StopSandboxRequest{SandboxId: "sb-1"}, info, func(context.Context, any) (any, error) {
 		return nil, status.Error(codes.NotFound, "sandbox \"sb-1\" not found")
 	})
-	m := oneLine(t, buf)
+	m := logLine(t, buf)
 	if m["rpc"] != info.FullMethod || m["id"] != "sb-1" || m["code"] != "NotFound" || m["msg"] != "openshell rpc" || m["level"] != "info" {
 		t.Errorf("log line %v", m)
 	}
@@ -77,7 +77,7 @@ func TestRPCLogger(t *testing.T) {
 		t.Errorf("no duration_ms in %v", m)
 	}
 	err := stream(nil, nil, &grpc.StreamServerInfo{FullMethod: "/openshell.compute.v1.ComputeDriver/WatchSandboxes"}, func(any, grpc.ServerStream) error { return nil })
-	if m := oneLine(t, buf); err != nil || m["rpc"] != "/openshell.compute.v1.ComputeDriver/WatchSandboxes" || m["code"] != "OK" {
+	if m := logLine(t, buf); err != nil || m["rpc"] != "/openshell.compute.v1.ComputeDriver/WatchSandboxes" || m["code"] != "OK" {
 		t.Errorf("stream log line %v (err %v)", m, err)
 	}
 	if got := sandboxIDOf(&pb.CreateSandboxRequest{Sandbox: &pb.DriverSandbox{Id: "sb-2"}}); got != "sb-2" {

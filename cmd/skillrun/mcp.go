@@ -17,6 +17,7 @@ import (
 
 	"github.com/skillrun/skillrun/mcpserver"
 	"github.com/skillrun/skillrun/runner"
+	"github.com/skillrun/skillrun/spec"
 )
 
 // mcpCommand is the `skillrun mcp` verb family.
@@ -76,7 +77,10 @@ or --log. See docs/mcp.md.`,
 			// included, their bundles) goes before the first call and
 			// before the pools launch.
 			runner.CollectStale(ctx, rt, opts.TempDir)
-			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version,
+			if err := e.withPackages(c, spec.Bare()); err != nil {
+				return err // checked once for every skill
+			}
+			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version, With: c.StringSlice("with"),
 				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) },
 				Observe: e.logMCPCall})
 			if err != nil {

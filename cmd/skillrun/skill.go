@@ -28,6 +28,7 @@ Exit codes of "skill run": 0 ok, 1 skillrun error, 2 bad input or usage,
 			skillListCommand(e),
 			skillBundleCommand(e),
 			skillRunCommand(e),
+			skillExecCommand(e),
 			skillPrepareCommand(e),
 		},
 	}
@@ -55,9 +56,18 @@ func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 		}
 		return nil, e.usageError("%s: requires exactly 1 argument, the skill folder", "skill "+c.Command.Name)
 	}
-	sk, err := spec.Load(c.Args().First())
+	return e.loadSkillDir(c, c.Args().First())
+}
+
+// loadSkillDir loads the skill in dir, with the command's --with
+// packages; an invalid skill is bad input (exit 2).
+func (e *env) loadSkillDir(c *cli.Context, dir string) (*spec.Skill, error) {
+	sk, err := spec.Load(dir)
 	if err != nil {
-		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", c.Args().First(), strings.ReplaceAll(err.Error(), "\n", "; ")))
+		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+	}
+	if err := e.withPackages(c, sk); err != nil {
+		return nil, err
 	}
 	return sk, nil
 }

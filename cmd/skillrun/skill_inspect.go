@@ -22,6 +22,15 @@ func skillValidateCommand(e *env) *cli.Command {
 		Name:      "validate",
 		Usage:     "check a skill folder: SKILL.md, sandbox.yaml, entry point, input schema",
 		ArgsUsage: "DIR...",
+		Description: `Prints "DIR: ok (...)" for each valid skill and every problem of an
+invalid one on stderr, one line each, naming its file and field. Deviations
+from the Agent Skills specification that do not touch the sandbox (a
+description over 1024 characters, a name other than the folder's) are
+warnings ("DIR: warning: ..."); --strict makes them errors. Exit 2 when a
+skill is invalid.`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "strict", Usage: "treat warnings (deviations from the Agent Skills specification) as errors"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return e.usageError("skill validate: requires at least 1 argument, the skill folder")
@@ -36,7 +45,22 @@ func skillValidateCommand(e *env) *cli.Command {
 					}
 					continue
 				}
-				fmt.Fprintf(e.stdout, "%s: ok (%s, entry %s, input %s)\n", dir, sk.Name, sk.Entry.Path, sk.Input.Source)
+				level := "warning"
+				if c.Bool("strict") {
+					level = "error"
+				}
+				for _, w := range sk.Warnings {
+					fmt.Fprintf(e.stderr, "%s: %s: %s\n", dir, level, w)
+				}
+				if c.Bool("strict") && len(sk.Warnings) > 0 {
+					bad++
+					continue
+				}
+				entry := "entry " + sk.Entry.Path
+				if !sk.HasEntry() {
+					entry = "no entry point: use its scripts with skill exec"
+				}
+				fmt.Fprintf(e.stdout, "%s: ok (%s, %s, input %s)\n", dir, sk.Name, entry, sk.Input.Source)
 			}
 			if bad > 0 {
 				return exitStatus(runner.ExitBadInput)
@@ -132,7 +156,10 @@ type listed struct {
 	Description string `json:"description"`
 	Path        string `json:"path"`
 	Valid       bool   `json:"valid"`
-	Error       string `json:"error,omitempty"`
+	// Entry is the entry point ("" for a skill used through its scripts).
+	Entry    string   `json:"entry,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func skillListCommand(e *env) *cli.Command {
@@ -167,6 +194,7 @@ func skillListCommand(e *env) *cli.Command {
 					r.Error = strings.ReplaceAll(err.Error(), "\n", "; ")
 				} else {
 					r.Name, r.Description, r.Valid = sk.Name, sk.Description, true
+					r.Entry, r.Warnings = sk.Entry.Path, sk.Warnings
 				}
 				rows = append(rows, r)
 			}
@@ -193,15 +221,28 @@ func skillListCommand(e *env) *cli.Command {
 func skillBundleCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "bundle",
-		Usage:     "write the OCI bundle that runs a skill (then: skillrun run BUNDLE)",
-		ArgsUsage: "DIR",
+		Usage:     "write the OCI bundle that runs a skill, or a command in its sandbox (then: skillrun run BUNDLE)",
+		ArgsUsage: "DIR [-- CMD [ARG...]]",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "bundle folder to create (must be missing or empty)", Required: true},
 			&cli.StringFlag{Name: "input", Aliases: []string{"i"}, Usage: "input JSON, validated and turned into arguments for argparse skills"},
 			&cli.StringFlag{Name: "platform", Value: "linux", Usage: "linux or darwin"},
 		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
-			sk, err := e.loadSkill(c)
+			// skill bundle DIR [-- CMD...]: the command, when given, runs
+			// instead of the entry point.
+			args := c.Args().Slice()
+			if len(args) == 0 {
+				return e.usageError("skill bundle: requires the skill folder: skill bundle -o BUNDLE DIR [-- CMD...]")
+			}
+			var command []string
+			if len(args) > 1 {
+				if args[1] != "--" {
+					return e.usageError("skill bundle: %q after the skill folder: flags go before DIR, a command after --", args[1])
+				}
+				command = args[2:]
+			}
+			sk, err := e.loadSkillDir(c, args[0])
 			if err != nil {
 				return err
 			}
@@ -210,6 +251,13 @@ func skillBundleCommand(e *env) *cli.Command {
 				return err
 			}
 			opts.Platform = c.String("platform")
+			if len(command) == 0 && !sk.HasEntry() {
+				command = []string{"/bin/sh"}
+				e.log.Warnf("skill %q has no entry point: the bundle runs /bin/sh (give the command to bundle after --)", sk.Name)
+			}
+			if len(command) > 0 {
+				opts.Exec = &runner.Exec{Exec: spec.Exec{Args: command}}
+			}
 			if !sk.Deps.Empty() && opts.Platform == "linux" {
 				// The bundle mounts the skill's environment, built first
 				// when missing.

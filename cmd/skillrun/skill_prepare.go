@@ -24,6 +24,7 @@ import (
 // run, bundle and mcp serve.
 func depsFlags() []cli.Flag {
 	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "with", Usage: "add a package to the skill's environment: a pip requirement (name==1.2) or npm:NAME@VERSION (repeatable; part of the environment's key)"},
 		&cli.StringFlag{Name: "env-cache", EnvVars: []string{"SKILLRUN_ENV_CACHE"}, Usage: "dependency environment cache (default: /var/lib/skillrun/envs as root, ~/.cache/skillrun/envs otherwise)"},
 		&cli.StringFlag{Name: "pip-index-url", Usage: "PEP 503 index builds install Python packages from (default: PIP_INDEX_URL, pip.conf's index-url, else PyPI)"},
 		&cli.StringFlag{Name: "npm-registry", Usage: "npm registry builds install Node packages from (default: npm_config_registry, ~/.npmrc's registry, else registry.npmjs.org)"},
@@ -116,6 +117,9 @@ those of the skills named as DIR). Prints one JSON line per skill.`,
 				sk, err := spec.Load(dir)
 				if err != nil {
 					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+				}
+				if err := e.withPackages(c, sk); err != nil {
+					return err
 				}
 				skills = append(skills, sk)
 			}
@@ -226,4 +230,14 @@ func progressLine(w io.Writer) func(string) {
 			}
 		}(stop, done)
 	}
+}
+
+// withPackages adds the command's --with packages to sk's dependencies.
+func (e *env) withPackages(c *cli.Context, sk *spec.Skill) error {
+	if w := c.StringSlice("with"); len(w) > 0 {
+		if err := sk.WithPackages(w); err != nil {
+			return e.usageError("%s", oneLine(err))
+		}
+	}
+	return nil
 }

@@ -1,0 +1,1 @@
+"""The table-report skill's library: import report.stats from your own code."""

@@ -1,0 +1,109 @@
+package spec
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Exec is a command run in a skill's sandbox instead of its entry point
+// (skill exec), or in a sandbox without a skill (Bare): one of the
+// skill's scripts with arguments, or a tool on the workspace.
+type Exec struct {
+	// Args is the command line; Args[0] is looked up on the sandbox's
+	// PATH, where the skill's dependency environment comes first.
+	Args []string
+	// Cwd is the working directory, WorkspaceMount or SkillMount or a
+	// folder below one of them; "" is WorkspaceMount when there is a
+	// workspace, else SkillMount (ScratchMount for a sandbox without a
+	// skill or workspace).
+	Cwd string
+}
+
+// WithExec runs e instead of the skill's entry point. The command runs
+// under `/bin/sh -c 'exec "$@"'`, so that a command that does not exist
+// or cannot be executed ends as a shell's does (status 127 or 126, one
+// line on stderr naming it) rather than as a runtime error.
+func WithExec(e Exec) Option {
+	return func(o *options) { c := e; c.Args = clone(e.Args); o.exec = &c }
+}
+
+// ExecShell is the prefix of an exec'd command line (see WithExec).
+var ExecShell = []string{"/bin/sh", "-c", `exec "$@"`, "sh"}
+
+// Bare is the skill of a sandbox without one (skillrun sandbox): no
+// folder at /skill, no manifest, no entry point; it runs commands only.
+func Bare() *Skill {
+	return &Skill{Name: BareName, Description: "a one-off sandbox without a skill",
+		Input: Input{Schema: defaultSchema, Source: SchemaDefault, Mode: InputStdin}}
+}
+
+// BareName is the name of Bare's skill (container IDs "skill-sandbox-...").
+const BareName = "sandbox"
+
+// execCwd checks e's working directory against the sandbox's folders and
+// returns it, the default filled in.
+func execCwd(s *Skill, p *Policy, e *Exec) (string, error) {
+	if e.Cwd == "" {
+		switch {
+		case p.Workspace != "":
+			return WorkspaceMount, nil
+		case s.Dir != "":
+			return SkillMount, nil
+		}
+		return ScratchMount, nil
+	}
+	c := e.Cwd
+	if !path.IsAbs(c) || path.Clean(c) != c {
+		return "", fmt.Errorf("--cwd: %q must be a clean absolute path inside %s or %s", c, SkillMount, WorkspaceMount)
+	}
+	under := func(root string) bool { return c == root || strings.HasPrefix(c, root+"/") }
+	switch {
+	case under(WorkspaceMount) && p.Workspace != "":
+	case under(SkillMount) && s.Dir != "":
+	default:
+		return "", fmt.Errorf("--cwd: %q is not inside %s or %s (the only folders a command may start in)", c, SkillMount, WorkspaceMount)
+	}
+	return c, nil
+}
+
+// execRunsNode reports whether the exec'd command is Node.js (its memory
+// fallback is RLIMIT_DATA: V8 reserves address space it never touches).
+func execRunsNode(e *Exec) bool {
+	if e == nil || len(e.Args) == 0 {
+		return false
+	}
+	b := path.Base(e.Args[0])
+	return b == "node" || b == "npx" || b == "npm"
+}
+
+// execPath is the PATH of an exec'd command: the dependency environment's
+// interpreters and tools first.
+func execPath(d *DepsEnv) string {
+	var dirs []string
+	if d != nil && d.Python != "" {
+		dirs = append(dirs, EnvMount+"/python/bin")
+	}
+	if d != nil && d.Node {
+		dirs = append(dirs, NodeModulesMount+"/.bin")
+	}
+	return strings.Join(append(dirs, "/usr/local/bin", "/usr/bin", "/bin"), ":")
+}
+
+// execEnv adjusts an exec'd command's environment: PATH with the
+// dependency environment first and, in a skill's sandbox, PYTHONPATH with
+// the skill's folder (so code run from the workspace imports the skill's
+// library), unless the operator granted one.
+func execEnv(env []string, d *DepsEnv, skillDir string, p *Policy) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			kv = "PATH=" + execPath(d)
+		}
+		out = append(out, kv)
+	}
+	if _, granted := p.Env["PYTHONPATH"]; skillDir != "" && !granted {
+		out = append(out, "PYTHONPATH="+skillDir)
+	}
+	return out
+}
