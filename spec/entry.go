@@ -1,8 +1,8 @@
 package spec
 
 import (
-	"errors"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
