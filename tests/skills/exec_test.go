@@ -1,0 +1,362 @@
+//go:build integration
+
+package skills_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
+)
+
+// execResult is the JSON envelope of skill exec / sandbox --format json.
+type execResult struct {
+	skillResult
+	Command       []string `json:"command"`
+	Cwd           string   `json:"cwd"`
+	Notes         []string `json:"notes"`
+	MissingModule string   `json:"missing_module"`
+	Environment   *struct {
+		Key   string `json:"key"`
+		Built bool   `json:"built"`
+	} `json:"environment"`
+}
+
+// execJSON runs args (skill exec ... or sandbox ...) with --format json
+// semantics, checks the exit code, decodes the one JSON result and checks
+// that nothing was left behind.
+func (m *mode) execJSON(t *testing.T, wantCode int, stdin string, args ...string) (execResult, result) {
+	t.Helper()
+	res := m.run(t, stdin, args...)
+	if res.code != wantCode {
+		t.Fatalf("want exit %d\n%s", wantCode, res)
+	}
+	var r execResult
+	dec := json.NewDecoder(strings.NewReader(res.stdout))
+	if err := dec.Decode(&r); err != nil || dec.More() {
+		t.Fatalf("stdout is not one JSON result: %v\n%s", err, res)
+	}
+	m.assertClean(t)
+	return r, res
+}
+
+// workspace is a folder the mode's sandbox can write, with files.
+func workspace(t *testing.T, m *mode, files map[string]string) string {
+	ws := ownedDir(t, m)
+	uid, gid := m.uid, m.gid
+	if m.user == nil && m.uid == 0 {
+		uid, gid = 65534, 65534
+	}
+	for name, body := range files {
+		p := filepath.Join(ws, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, uid, gid)
+	}
+	return ws
+}
+
+const salesCSV = "region,amount\nnorth,120\nsouth,80\neast,200\n"
+
+// tabulateStandIn is the loopback index's stand-in for the tabulate
+// package: the one call table-report makes, in GitHub's table format.
+const tabulateStandIn = `def tabulate(rows, headers=(), tablefmt="github"):
+    lines = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+`
+
+// TestSkillExecScripts: an Agent-Skills-style skill (no entry point) used
+// as an agent uses it: its sys.argv script run with arguments on a file of
+// the workspace, from /workspace (the script found in the skill's folder)
+// and from /skill; code written against its library from the workspace.
+// The outputs are checked on the host.
+func TestSkillExecScripts(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		sk := example("table-report")
+		ws := workspace(t, m, map[string]string{"sales.csv": salesCSV})
+		// scripts/requirements.txt names tabulate: the loopback index
+		// serves a stand-in wheel of it (no PyPI here).
+		ix := newPyIndex(t)
+		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+		deps := []string{"--env-cache", envCache(t, m), "--pip-index-url", ix.url()}
+		exec := func(flags ...string) []string {
+			return append(append([]string{"skill", "exec"}, deps...), flags...)
+		}
+
+		r, res := m.execJSON(t, 0, "", append(exec("--workspace", ws, sk, "--"), "python3", "scripts/csv_to_json.py", "sales.csv", "rows.json")...)
+		if !r.OK || r.Cwd != "/workspace" || strings.Join(r.Command, " ") != "python3 /skill/scripts/csv_to_json.py sales.csv rows.json" || len(r.Notes) != 1 {
+			t.Fatalf("want the script resolved in /skill and run from /workspace\n%s", res)
+		}
+		var rows []map[string]any
+		data, err := os.ReadFile(filepath.Join(ws, "rows.json"))
+		if err != nil || json.Unmarshal(data, &rows) != nil || len(rows) != 3 || rows[2]["amount"] != float64(200) {
+			t.Fatalf("rows.json on the host: %v %s\n%s", err, data, res)
+		}
+
+		// From the skill's folder, on absolute workspace paths.
+		if r.Environment == nil || !r.Environment.Built || ix.downloads("tabulate", "0.9.0") != 1 {
+			t.Fatalf("want the environment of scripts/requirements.txt built on the first call\n%s", res)
+		}
+		r, res = m.execJSON(t, 0, "", append(exec("--workspace", ws, "--cwd", "/skill", sk, "--"), "python3", "scripts/csv_to_json.py", "/workspace/sales.csv", "/workspace/rows2.json")...)
+		if r.Cwd != "/skill" || len(r.Notes) != 0 {
+			t.Fatalf("want the command run as given from /skill\n%s", res)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "rows2.json")); err != nil {
+			t.Fatalf("rows2.json not on the host: %v\n%s", err, res)
+		}
+		if r.Environment == nil || r.Environment.Built || ix.downloads("tabulate", "0.9.0") != 1 {
+			t.Fatalf("want the prepared environment reused (one download)\n%s", res)
+		}
+
+		// The argparse script, importing the package and the library.
+		r, res = m.execJSON(t, 0, "", append(exec("--workspace", ws, sk, "--"), "python3", "scripts/render_table.py", "rows.json", "report.md", "--column", "amount", "--title", "Sales", "--top", "2")...)
+		report, err := os.ReadFile(filepath.Join(ws, "report.md"))
+		if err != nil || !strings.HasPrefix(string(report), "# Sales\n") || !strings.Contains(string(report), "total 400") ||
+			!strings.Contains(string(report), "| east | 200 |") || strings.Contains(string(report), "south") {
+			t.Fatalf("report.md on the host: %v\n%s\n%s", err, report, res)
+		}
+
+		// Code an agent writes, importing the skill's library.
+		code := "import json; from report.stats import summarize; print(json.dumps(summarize(json.load(open('rows.json')), 'amount')))"
+		r, res = m.execJSON(t, 0, "", append(exec("--workspace", ws, sk, "--"), "python3", "-c", code)...)
+		var sum map[string]any
+		if err := json.Unmarshal(r.Output, &sum); err != nil || sum["total"] != float64(400) || sum["count"] != float64(3) {
+			t.Fatalf("want the library's summary of rows.json: %v\n%s", err, res)
+		}
+
+		// stdin passes through; --format raw prints the output as it is
+		// and exits with the command's status.
+		raw := m.run(t, "a,b\n1,2\n", append(exec("--format", "raw", sk, "--"), "sh", "-c", "cat; exit 3")...)
+		if raw.code != 3 || raw.stdout != "a,b\n1,2\n" {
+			t.Fatalf("raw: want stdin echoed and exit 3\n%s", raw)
+		}
+		m.assertClean(t)
+	})
+}
+
+// TestInstructionOnlySkill: a skill with SKILL.md and references only is
+// valid, listed and inspected; skill run refuses it (exit 2) pointing at
+// skill exec; it is served over MCP without a tool (mcp_test checks the
+// resources).
+func TestInstructionOnlySkill(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		sk := example("release-notes")
+		if res := m.run(t, "", "skill", "validate", sk); res.code != 0 || !strings.Contains(res.stdout, "no entry point") {
+			t.Fatalf("validate\n%s", res)
+		}
+		res := m.run(t, "", "skill", "list", "--format", "json", filepath.Dir(sk))
+		var rows []struct {
+			Name  string `json:"name"`
+			Valid bool   `json:"valid"`
+			Entry string `json:"entry"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+			t.Fatalf("list: %v\n%s", err, res)
+		}
+		found := false
+		for _, r := range rows {
+			if r.Name == "release-notes" {
+				found = r.Valid && r.Entry == ""
+			}
+		}
+		if !found {
+			t.Fatalf("release-notes not listed as a valid skill without entry\n%s", res)
+		}
+		if res := m.run(t, "", "skill", "inspect", sk); res.code != 0 {
+			t.Fatalf("inspect\n%s", res)
+		}
+		res = m.run(t, "", "skill", "run", "--input", "{}", sk)
+		if res.code != 2 || !strings.Contains(res.stderr, "no entry point") || !strings.Contains(res.stderr, "skill exec") || strings.Contains(res.stderr, "sandbox.yaml:") {
+			t.Fatalf("want exit 2 naming skill exec, not sandbox.yaml\n%s", res)
+		}
+		m.assertClean(t)
+		// Its files are there to read in its sandbox.
+		r, out := m.execJSON(t, 0, "", "skill", "exec", sk, "--", "cat", "references/style.md")
+		if !strings.Contains(string(r.Output), "House style") {
+			t.Fatalf("want the reference read from /skill\n%s", out)
+		}
+	})
+}
+
+// TestExecBadInput: a missing or non-executable command ends as a shell's
+// (127, 126) with a one-line error naming it; a --cwd outside the
+// sandbox's folders, a --with that is a URL, a path or an option, and a
+// sandbox without a command are refused before anything runs (exit 2,
+// naming the flag). Nothing is left behind.
+func TestExecBadInput(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		sk := example("release-notes")
+		r, res := m.execJSON(t, 3, "", "skill", "exec", sk, "--", "no-such-command-x", "arg")
+		if r.ExitCode != 127 || r.Error != "command not found: no-such-command-x" {
+			t.Fatalf("want 127 and the command named\n%s", res)
+		}
+		r, res = m.execJSON(t, 3, "", "skill", "exec", sk, "--", "./SKILL.md")
+		if r.ExitCode != 126 || r.Error != "command not executable: ./SKILL.md" {
+			t.Fatalf("want 126 and the file named\n%s", res)
+		}
+		ws := workspace(t, m, nil)
+		if res := m.run(t, "", "sandbox", "--workspace", ws, "--", "no-such-command-x"); res.code != 127 || !strings.Contains(res.stderr, "no-such-command-x: not found") {
+			t.Fatalf("raw: want exit 127\n%s", res)
+		}
+		m.assertClean(t)
+		// A workspace the sandbox's user cannot write: the clear refusal.
+		if res := m.run(t, "", "sandbox", "--workspace", "/", "--", "true"); res.code != 2 || !strings.Contains(res.stderr, "--workspace") {
+			t.Fatalf("want the workspace refused\n%s", res)
+		}
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"skill", "exec", "--cwd", "/etc", sk, "--", "true"}, "--cwd"},
+			{[]string{"skill", "exec", "--cwd", "/skill/../etc", sk, "--", "true"}, "--cwd"},
+			{[]string{"skill", "exec", "--with", "https://example.com/x.whl", sk, "--", "true"}, "--with"},
+			{[]string{"skill", "exec", "--with", "./local/pkg", sk, "--", "true"}, "--with"},
+			{[]string{"skill", "exec", "--with", "--index-url=http://x", sk, "--", "true"}, "--with"},
+			{[]string{"sandbox", "--with", "npm:left-pad@file:../x", "--", "true"}, "--with"},
+			{[]string{"sandbox"}, "no command"},
+			{[]string{"sandbox", "--"}, "no command"},
+			{[]string{"skill", "exec", sk}, "requires the skill folder and a command"},
+		} {
+			res := m.run(t, "", c.args...)
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			if res.code != 2 || !strings.Contains(res.stderr, c.want) || len(lines) != 1 {
+				t.Errorf("want exit 2 and one line naming %s\n%s", c.want, res)
+			}
+			m.assertClean(t)
+		}
+	})
+}
+
+// TestSandboxContainment: skillrun sandbox runs any command deny by
+// default, proven from the host: the host's shadow file and a canary in
+// the caller's home are not read, the caller's secret variable does not
+// reach it, a write outside the workspace creates nothing, and no
+// connection reaches a host listener (a granted name reaches the origin,
+// the control).
+func TestSandboxContainment(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		home := "/root"
+		if m.user != nil {
+			home = m.user.HomeDir
+		} else if os.Geteuid() != 0 {
+			home = os.Getenv("HOME")
+		}
+		var b [8]byte
+		rand.Read(b[:])
+		canary := "skillrun-canary-" + hex.EncodeToString(b[:])
+		canaryFile := filepath.Join(home, ".skillrun-exec-canary")
+		if err := os.WriteFile(canaryFile, []byte(canary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(canaryFile) })
+		if m.user != nil {
+			os.Chown(canaryFile, m.uid, m.gid)
+		}
+		shadow, _ := os.ReadFile("/etc/shadow")
+
+		// The process is the workspace's; the probe's stdout is checked.
+		probe := fmt.Sprintf("cat /etc/shadow; cat %s; echo \"secret=[$SKILLRUN_CANARY]\"; env; touch /usr/skillrun-pwned /etc/skillrun-pwned %s/skillrun-pwned; echo done > out.txt", canaryFile, home)
+		r, res := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "sh", "-c", probe)
+		out := string(r.Output) + r.Stderr
+		if !strings.Contains(out, "secret=[]") {
+			t.Fatalf("probe did not run\n%s", res)
+		}
+		if strings.Contains(out, canary) {
+			t.Errorf("LEAK: the canary in the caller's home was read\n%s", res)
+		}
+		if strings.Contains(out, "canary-7f3a9") {
+			t.Errorf("LEAK: the caller's SKILLRUN_CANARY reached the command\n%s", res)
+		}
+		for _, l := range strings.Split(string(shadow), "\n") {
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && len(f[1]) > 3 && strings.Contains(out, f[1]) {
+				t.Errorf("LEAK: a hash of the host's /etc/shadow was read")
+			}
+		}
+		for _, p := range []string{"/usr/skillrun-pwned", "/etc/skillrun-pwned", filepath.Join(home, "skillrun-pwned")} {
+			if _, err := os.Lstat(p); err == nil {
+				os.Remove(p)
+				t.Errorf("LEAK: %s was created on the host", p)
+			}
+		}
+		if data, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(data) != "done\n" {
+			t.Errorf("control: the workspace write did not reach the host: %v %q", err, data)
+		}
+
+		// Network: a listener on the host's loopback sees nothing, with
+		// no grant and with a grant of another name; the granted name
+		// reaches the origin (the control).
+		l, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepts atomic.Int64
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepts.Add(1)
+				c.Close()
+			}
+		}()
+		t.Cleanup(func() { l.Close() })
+		port := l.Addr().(*net.TCPAddr).Port
+		dial := fmt.Sprintf("import socket\ntry:\n    socket.create_connection(('127.0.0.1', %d), timeout=2); print('connected')\nexcept OSError as e:\n    print('refused', e)\n", port)
+		m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "python3", "-c", dial)
+		m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--allow-host", fmt.Sprintf("other.test:%d", port), "--", "python3", "-c", dial)
+		o := hostcheck.StartOrigin(t)
+		get := "import sys, urllib.request\nfor u in sys.argv[1:]:\n    try:\n        print(urllib.request.urlopen(u, timeout=5).read().decode().strip())\n    except Exception as e:\n        print('refused', u, e)\n"
+		r, res = m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws,
+			"--allow-host", fmt.Sprintf("api.test:%d", o.Port), "--resolve", fmt.Sprintf("api.test:%d:127.0.0.1", o.Port),
+			"--", "python3", "-c", get, fmt.Sprintf("http://api.test:%d/granted", o.Port), fmt.Sprintf("http://unlisted.test:%d/unlisted", o.Port), fmt.Sprintf("http://127.0.0.1:%d/direct", o.Port))
+		time.Sleep(100 * time.Millisecond)
+		if n := accepts.Load(); n != 0 {
+			t.Errorf("LEAK: the host listener accepted %d connections from the sandbox", n)
+		}
+		seen := strings.Join(o.Seen(), "\n")
+		if !strings.Contains(seen, "/granted") {
+			t.Fatalf("control: the granted name did not reach the origin (seen %q)\n%s", seen, res)
+		}
+		if strings.Contains(seen, "/unlisted") || strings.Contains(seen, "/direct") {
+			t.Errorf("LEAK: the origin saw a request the policy refuses: %q", seen)
+		}
+	})
+}
+
+// TestSandboxWith: --with adds packages to a sandbox's environment (built
+// once, the second run hits the cache); a module that is missing is named
+// in the result with how to add it.
+func TestSandboxWith(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		r, res := m.execJSON(t, 3, "", "sandbox", "--format", "json", "--workspace", ws, "--", "python3", "-c", "import tabulate")
+		if r.MissingModule != "tabulate" || !strings.Contains(r.Error, "--with") || !strings.Contains(r.Error, "requirements.txt") {
+			t.Fatalf("want the missing module named with how to add it\n%s", res)
+		}
+		ix := newPyIndex(t)
+		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+		args := []string{"sandbox", "--format", "json", "--workspace", ws, "--env-cache", envCache(t, m), "--pip-index-url", ix.url(),
+			"--with", "tabulate==0.9.0", "--", "python3", "-c", "from tabulate import tabulate; print(tabulate([[1, 2]], headers=['a', 'b']))"}
+		r, res = m.execJSON(t, 0, "", args...)
+		if !strings.Contains(string(r.Output), "| 1 | 2 |") || r.Environment == nil || !r.Environment.Built {
+			t.Fatalf("want the table from the --with package, built\n%s", res)
+		}
+		r, res = m.execJSON(t, 0, "", args...)
+		if r.Environment == nil || r.Environment.Built || ix.downloads("tabulate", "0.9.0") != 1 {
+			t.Fatalf("want the second run from the cache (one download)\n%s", res)
+		}
+	})
+}
