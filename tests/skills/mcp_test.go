@@ -123,6 +123,31 @@ func TestMCPServe(t *testing.T) {
 				t.Errorf("tool %q not listed (got %d tools)", want, len(lr.Tools))
 			}
 		}
+		// Skills without an entry point have no tool but are served for
+		// their instructions and files.
+		for _, none := range []string{"release-notes", "table-report"} {
+			if names[none] != nil {
+				t.Errorf("skill %q without an entry point has a tool", none)
+			}
+		}
+		rl, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := map[string]bool{}
+		for _, r := range rl.Resources {
+			served[r.URI] = true
+		}
+		for _, uri := range []string{"skill://release-notes/SKILL.md", "skill://release-notes/references/style.md", "skill://table-report/scripts/render_table.py"} {
+			if !served[uri] {
+				t.Errorf("resource %s not served", uri)
+			}
+		}
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://release-notes/references/style.md"})
+		disk, _ := os.ReadFile(filepath.Join(example("release-notes"), "references", "style.md"))
+		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != string(disk) {
+			t.Errorf("read skill://release-notes/references/style.md: %v", err)
+		}
 		insp := m.run(t, "", "skill", "inspect", "--format", "mcp", example("csv-summary"))
 		var a, b any
 		if err := json.Unmarshal([]byte(insp.stdout), &a); err != nil {
