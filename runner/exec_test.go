@@ -1,0 +1,86 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/skillrun/skillrun/spec"
+)
+
+// TestResolveScript: a relative script of an interpreter that is not in
+// the workspace but is in the skill runs from /skill; everything else is
+// left as given.
+func TestResolveScript(t *testing.T) {
+	skill := t.TempDir()
+	ws := t.TempDir()
+	for _, f := range []string{"scripts/fill.py", "tool.js", "both.py"} {
+		p := filepath.Join(skill, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, nil, 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "both.py"), nil, 0o644)
+	sk := &spec.Skill{Name: "s", Dir: skill}
+	for _, c := range []struct {
+		args []string
+		cwd  string
+		ws   string
+		want []string
+		note bool
+	}{
+		{[]string{"python3", "scripts/fill.py", "a.pdf"}, "", ws, []string{"python3", "/skill/scripts/fill.py", "a.pdf"}, true},
+		{[]string{"python3", "-u", "-W", "ignore", "scripts/fill.py"}, "", ws, []string{"python3", "-u", "-W", "ignore", "/skill/scripts/fill.py"}, true},
+		{[]string{"node", "tool.js"}, "/workspace", ws, []string{"node", "/skill/tool.js"}, true},
+		{[]string{"/usr/bin/python3.11", "./scripts/fill.py"}, "", ws, []string{"/usr/bin/python3.11", "/skill/scripts/fill.py"}, true},
+		{[]string{"python3", "both.py"}, "", ws, []string{"python3", "both.py"}, false},                     // the workspace's own
+		{[]string{"python3", "scripts/fill.py"}, "/skill", ws, []string{"python3", "scripts/fill.py"}, false}, // runs in /skill already
+		{[]string{"python3", "scripts/fill.py"}, "", "", []string{"python3", "scripts/fill.py"}, false},       // no workspace: cwd /skill
+		{[]string{"python3", "-m", "scripts.fill"}, "", ws, []string{"python3", "-m", "scripts.fill"}, false},
+		{[]string{"python3", "-c", "print(1)"}, "", ws, []string{"python3", "-c", "print(1)"}, false},
+		{[]string{"python3", "../x.py"}, "", ws, []string{"python3", "../x.py"}, false},
+		{[]string{"python3", "missing.py"}, "", ws, []string{"python3", "missing.py"}, false},
+		{[]string{"cat", "scripts/fill.py"}, "", ws, []string{"cat", "scripts/fill.py"}, false}, // not an interpreter
+		{[]string{"python3", "scripts"}, "", ws, []string{"python3", "scripts"}, false},         // a folder
+	} {
+		got, note := resolveScript(sk, c.ws, spec.Exec{Args: c.args, Cwd: c.cwd})
+		if !reflect.DeepEqual(got, c.want) || (note != "") != c.note {
+			t.Errorf("resolveScript(%q, cwd %q) = %q, %q; want %q (note %v)", c.args, c.cwd, got, note, c.want, c.note)
+		}
+	}
+	if got, _ := resolveScript(spec.Bare(), ws, spec.Exec{Args: []string{"python3", "scripts/fill.py"}}); got[1] != "scripts/fill.py" {
+		t.Errorf("a sandbox without a skill resolved %q", got)
+	}
+}
+
+// TestMissingModule reads the interpreters' import errors.
+func TestMissingModule(t *testing.T) {
+	for _, c := range []struct{ stderr, mod string }{
+		{"Traceback ...\nModuleNotFoundError: No module named 'pypdf'\n", "pypdf"},
+		{"ModuleNotFoundError: No module named 'google.protobuf'", "google.protobuf"},
+		{"Error: Cannot find module 'docx'\nRequire stack:", "docx"},
+		{"Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'marked' imported from /skill/x.mjs", "marked"},
+		{"Error: Cannot find module './lib/helper'", ""},
+		{"ImportError: cannot import name 'x'", ""},
+	} {
+		mod, hint := missingModule([]byte(c.stderr))
+		if mod != c.mod || (mod != "") != (hint != "") {
+			t.Errorf("missingModule(%q) = %q, %q; want %q", c.stderr, mod, hint, c.mod)
+		}
+	}
+}
+
+// TestNotFoundRE reads the exec shell's reports.
+func TestNotFoundRE(t *testing.T) {
+	m := notFoundRE.FindStringSubmatch("sh: 1: exec: nope: not found\n")
+	if m == nil || m[1] != "nope" || m[2] != "not found" {
+		t.Errorf("not found: %q", m)
+	}
+	m = notFoundRE.FindStringSubmatch("x\nsh: 1: exec: ./a b: Permission denied\n")
+	if m == nil || m[1] != "./a b" || m[2] != "Permission denied" {
+		t.Errorf("permission denied: %q", m)
+	}
+	if notFoundRE.MatchString("python3: can't open file 'x': [Errno 2] No such file or directory") {
+		t.Error("matched an interpreter's own error")
+	}
+}
