@@ -33,7 +33,7 @@ func TestResolveScript(t *testing.T) {
 		{[]string{"python3", "-u", "-W", "ignore", "scripts/fill.py"}, "", ws, []string{"python3", "-u", "-W", "ignore", "/skill/scripts/fill.py"}, true},
 		{[]string{"node", "tool.js"}, "/workspace", ws, []string{"node", "/skill/tool.js"}, true},
 		{[]string{"/usr/bin/python3.11", "./scripts/fill.py"}, "", ws, []string{"/usr/bin/python3.11", "/skill/scripts/fill.py"}, true},
-		{[]string{"python3", "both.py"}, "", ws, []string{"python3", "both.py"}, false},                     // the workspace's own
+		{[]string{"python3", "both.py"}, "", ws, []string{"python3", "both.py"}, false},                       // the workspace's own
 		{[]string{"python3", "scripts/fill.py"}, "/skill", ws, []string{"python3", "scripts/fill.py"}, false}, // runs in /skill already
 		{[]string{"python3", "scripts/fill.py"}, "", "", []string{"python3", "scripts/fill.py"}, false},       // no workspace: cwd /skill
 		{[]string{"python3", "-m", "scripts.fill"}, "", ws, []string{"python3", "-m", "scripts.fill"}, false},
