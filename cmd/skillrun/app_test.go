@@ -244,6 +244,11 @@ func TestReorderArgs(t *testing.T) {
 		{"skillrun exec c1 ls -l --cwd /", "skillrun exec c1 ls -l --cwd /"},
 		{"skillrun ps c1 -ef --format json", "skillrun ps c1 -ef --format json"},
 		{"skillrun nosuch c1 --force", "skillrun nosuch c1 --force"},
+		// skill exec: the command's own flags stay the command's.
+		{"skillrun skill exec DIR python3 x.py --timeout 5", "skillrun skill exec DIR python3 x.py --timeout 5"},
+		{"skillrun skill exec DIR --timeout 5s -- python3 x.py --cwd a", "skillrun skill exec --timeout 5s DIR -- python3 x.py --cwd a"},
+		{"skillrun sandbox --network host -- curl --memory x", "skillrun sandbox --network host -- curl --memory x"},
+		{"skillrun skill bundle DIR -o B -- sh -c x", "skillrun skill bundle -o B DIR -- sh -c x"},
 	} {
 		got := strings.Join(reorderArgs(app, strings.Fields(tc.in)), " ")
 		if got != tc.want {
@@ -284,5 +289,29 @@ func TestWriteResultTextPartialLimits(t *testing.T) {
 	}
 	if strings.Contains(out, "cpus=") {
 		t.Errorf("text result shows an unenforced cpu quota:\n%s", out)
+	}
+}
+
+// TestExecHelp: skill exec and sandbox describe themselves, and their
+// usage errors exit 2 with one line.
+func TestExecHelp(t *testing.T) {
+	f := fake.New()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"skill", "exec", "--help"}, "skill exec [command options] DIR -- CMD [ARG...]"},
+		{[]string{"sandbox", "--help"}, "sandbox [command options] [flags] -- CMD [ARG...]"},
+	} {
+		r := call(t, f, "", c.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("%v: %+v", c.args, r)
+		}
+	}
+	for _, args := range [][]string{{"sandbox"}, {"skill", "exec", "x"}, {"skill", "exec", "--format", "yaml", "x", "--", "true"}, {"sandbox", "--format", "yaml", "--", "true"}} {
+		r := call(t, f, "", args...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("%v: want exit 2 and one line: %+v", args, r)
+		}
 	}
 }
