@@ -34,6 +34,9 @@ out = r.get("output")
 out = json.dumps(out, separators=(",", ":")) if not isinstance(out, str) else out
 if r.get("error"):
     out = r["error"]
+out = out.strip()
+if not out and r.get("stderr"):
+    out = "stderr: " + r["stderr"].strip().splitlines()[-1]
 lim = r.get("limits") or {}
 mem_by = ((lim.get("enforcement") or {}).get("memory") or {}).get("enforced_by", "none")
 enforced = "cgroups" if lim.get("cgroups") else (("rlimits" if mem_by.startswith("rlimit_") else "no cgroups") if lim else "-")
@@ -109,7 +112,73 @@ demo() {
 	allowed_runs=$((allowed_runs + 1))
 	run_one 0 "fetch allowed" "$@" "$bin" skill run "${g[@]}" --input "{\"url\": \"http://docs.demo.test:$port/hello.txt\"}" "$skills/fetch-url"
 	run_one 3 "fetch other" "$@" "$bin" skill run "${g[@]}" --input "{\"url\": \"http://other.demo.test:$port/hello.txt\"}" "$skills/fetch-url"
+	exec_demo "$ws" "$@"
 	rm -rf "$ws"
+}
+
+# exec_demo WS PREFIX... uses a skill as agents use one (skill exec: its
+# scripts with arguments on workspace files) and runs a command without a
+# skill (sandbox), each with something the sandbox contained.
+exec_demo() {
+	local ws=$1 owner
+	shift
+	owner=$(stat -c %u:%g "$ws")
+	printf 'region,amount\nnorth,120\nsouth,80\neast,200\n' >"$ws/sales.csv"
+	chown "$owner" "$ws/sales.csv" 2>/dev/null
+	local envs
+	envs=$(mktemp -d /tmp/skillrun-demo-envs.XXXXXX)
+	chmod 0755 "$envs"
+	[ "$(id -u)" -eq 0 ] && [ $# -gt 0 ] && chown "$user:" "$envs"
+	local x=(skill exec --env-cache "$envs/c" --pip-index-url "http://127.0.0.1:$port/simple/" --workspace "$ws" "$skills/table-report" --)
+	echo "               \$ skillrun skill exec --workspace WS table-report -- python3 scripts/csv_to_json.py sales.csv rows.json"
+	run_one 0 "exec script" "$@" "$bin" "${x[@]}" python3 scripts/csv_to_json.py sales.csv rows.json
+	echo "               \$ ... -- python3 scripts/render_table.py rows.json report.md --column amount --title Sales"
+	run_one 0 "exec argparse" "$@" "$bin" "${x[@]}" python3 scripts/render_table.py rows.json report.md --column amount --title Sales
+	if grep -q '^# Sales' "$ws/report.md" 2>/dev/null; then
+		echo "               host sees WS/report.md: $(sed -n 3p "$ws/report.md")"
+	else
+		echo "  !! $ws/report.md was not written"
+		failures=$((failures + 1))
+	fi
+	echo "               \$ ... -- sh -c 'echo x >> /skill/SKILL.md'   (the skill is read-only)"
+	run_one 3 "exec contained" "$@" "$bin" "${x[@]}" sh -c 'echo x >> /skill/SKILL.md'
+	chmod -R u+w "$envs" 2>/dev/null
+	rm -rf "$envs"
+	# sandbox: any command, no skill. The caller's secret, the host's
+	# shadow file and home folders stay out; only the workspace is written.
+	echo "               \$ DEMO_SECRET=s3cret skillrun sandbox --workspace WS -- sh -c 'cat /etc/shadow; ls /root /home; echo \"[\$DEMO_SECRET]\"'"
+	printf '%-15s' "sandbox"
+	local out
+	out=$(DEMO_SECRET=s3cret "$@" "$bin" sandbox --workspace "$ws" -- sh -c 'cat /etc/shadow 2>&1; ls /root /home 2>&1; echo "secret=[$DEMO_SECRET]"; echo written > from-sandbox.txt' 2>&1)
+	if [ "$(cat "$ws/from-sandbox.txt" 2>/dev/null)" = written ] && grep -q 'secret=\[\]' <<<"$out" && ! grep -q s3cret <<<"$out" && ! grep -q '^root:' <<<"$out"; then
+		echo "  contained    no /etc/shadow, no /root or /home, DEMO_SECRET not passed; WS/from-sandbox.txt written"
+	else
+		echo "  !! not contained as expected: $(tr '\n' ' ' <<<"$out" | cut -c1-200)"
+		failures=$((failures + 1))
+	fi
+}
+
+# standin_wheel writes a PEP 503 index entry for a stand-in of the
+# "tabulate" package (the one call table-report makes) under DIR/simple:
+# no PyPI here; with PyPI the real package is installed the same way.
+standin_wheel() {
+	python3 - "$1" <<'PY'
+import base64, hashlib, os, sys, zipfile
+d = os.path.join(sys.argv[1], "simple", "tabulate")
+os.makedirs(d, exist_ok=True)
+files = {
+    "tabulate/__init__.py": 'def tabulate(rows, headers=(), tablefmt="github"):\n'
+    '    out = ["| " + " | ".join(map(str, headers)) + " |", "|" + "|".join("---" for _ in headers) + "|"]\n'
+    '    return "\\n".join(out + ["| " + " | ".join(map(str, r)) + " |" for r in rows])\n',
+    "tabulate-0.9.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tabulate\nVersion: 0.9.0\n",
+    "tabulate-0.9.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: skillrun-demo\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = "".join("%s,sha256=%s,%d\n" % (n, base64.urlsafe_b64encode(hashlib.sha256(b.encode()).digest()).rstrip(b"=").decode(), len(b)) for n, b in files.items())
+files["tabulate-0.9.0.dist-info/RECORD"] = record + "tabulate-0.9.0.dist-info/RECORD,,\n"
+with zipfile.ZipFile(os.path.join(d, "tabulate-0.9.0-py3-none-any.whl"), "w") as z:
+    for n, b in files.items():
+        z.writestr(n, b)
+PY
 }
 
 allowed_runs=0
@@ -122,6 +191,7 @@ python3 -m http.server --bind 127.0.0.1 --directory "$www" "$port" >"$www.log" 2
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$www" "$www.log"' EXIT
 wait_port "$port"
+standin_wheel "$www"
 
 echo "== skillrun skill run, as $(id -un) (uid $(id -u)$([ "$(id -u)" -ne 0 ] && echo ', rootless'))"
 demo
