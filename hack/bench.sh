@@ -340,6 +340,13 @@ if [ -n "${rt_path[skillrun]:-}" ]; then
 	if err=$("$skillrun" --root "$work/state/skillrun" skill run "$skill" </dev/null 2>&1); then
 		skill_ok=1
 		hf skill skillrun -- "$skillrun" --root "$work/state/skillrun" skill run "$skill"
+		# The same script as a command: in the skill's sandbox (skill exec), and in a sandbox
+		# without a skill on a workspace holding a copy of it (sandbox).
+		hf skill skillrun-exec -- "$skillrun" --root "$work/state/skillrun" skill exec "$skill" -- python3 scripts/main.py
+		sbws=$work/sandbox-ws
+		mkdir -p "$sbws" && cp "$skill/scripts/main.py" "$sbws/main.py"
+		[ "$(id -u)" -eq 0 ] && chown -R 65534:65534 "$sbws"
+		hf skill sandbox -- "$skillrun" --root "$work/state/skillrun" sandbox --workspace "$sbws" -- python3 main.py
 	else
 		row skill skillrun 0 - - - ms "not available: skill run failed: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"
 	fi
@@ -473,6 +480,7 @@ EOF
 	if err=$("$skillrun" --root "$work/state/skillrun" skill prepare --env-cache "$dcache" --pip-index-url "http://127.0.0.1:$pport/simple/" "$work/skills/deps" 2>&1 </dev/null); then
 		hf deps none -- "$skillrun" --root "$work/state/skillrun" skill run --env-cache "$dcache" --input '{}' "$work/skills/deps0"
 		hf deps prepared -- "$skillrun" --root "$work/state/skillrun" skill run --env-cache "$dcache" --no-prepare --input '{}' "$work/skills/deps"
+		hf deps exec -- "$skillrun" --root "$work/state/skillrun" skill exec --env-cache "$dcache" --no-prepare "$work/skills/deps" -- python3 main.py
 		measure deps
 	else
 		row deps prepared 0 - - - ms "not available: $(tail -n 2 <<<"$err" | tr '\n' ' ' | cut -c1-160)"

@@ -135,6 +135,19 @@ targets() {
 		o=$(awk -v a="$dp" -v b="$dn" 'BEGIN {printf "%.1f", a - b}')
 		check_row "dependencies: a prepared environment adds < 2 ms to skill run" "$o ms" "$(awk -v o="$o" 'BEGIN {print o < 2}')"
 	else check_row "dependencies: a prepared environment adds < 2 ms to skill run"; fi
+	# Commands in a sandbox (skill exec, sandbox) against the entry-point path, same rounds.
+	local de se sb
+	de=$(median deps exec)
+	if [ -n "$de" ] && [ -n "$dp" ]; then
+		check_row "skill exec of a prepared skill <= skill run of it ($dp ms)" "$de ms" "$(awk -v a="$de" -v b="$dp" 'BEGIN {print a <= b}')"
+	else check_row "skill exec of a prepared skill <= skill run of it"; fi
+	se=$(median skill skillrun-exec) sb=$(median skill sandbox)
+	if [ -n "$sb" ] && [ -n "$sk" ]; then
+		check_row "sandbox -- python3 x.py <= skill run of a hello skill ($sk ms)" "$sb ms" "$(awk -v a="$sb" -v b="$sk" 'BEGIN {print a <= b}')"
+	else check_row "sandbox -- python3 x.py <= skill run of a hello skill"; fi
+	if [ -n "$se" ] && [ -n "$sk" ]; then
+		awk -v a="$se" -v b="$sk" 'BEGIN {printf "| (context) skill exec of the hello skill vs skill run of it | %.1f ms vs %.1f ms | - |\n", a, b}'
+	fi
 	lc=$(median skill lcfloor)
 	if [ -n "$lc" ] && [ -n "$py" ]; then
 		awk -v a="$lc" -v b="$py" 'BEGIN {printf "| (context) libcontainer floor: lcfloor on the skill bundle over bare python3 | %.1f ms | no libcontainer runtime goes below it |\n", a - b}'
