@@ -49,14 +49,37 @@ type Options struct {
 	// With are packages the operator adds to every skill's environment
 	// (spec.Skill.WithPackages).
 	With []string
+	// Commands serves run_command (a command in a skill's sandbox, or in
+	// one without a skill), write_file and read_file, and the session's
+	// workspace files as workspace:// resources.
+	Commands bool
+	// WorkspaceRoot, when set, gives each session a workspace of its own
+	// below it, made at its first call and bound at /workspace for every
+	// command of that session (and every call of a skill that asks for a
+	// workspace); removed when the session ends unless KeepWorkspaces.
+	// Without it, Run.Workspace is every session's.
+	WorkspaceRoot  string
+	KeepWorkspaces bool
+	// WorkspaceQuota bounds a session workspace's bytes, checked before
+	// each command and write (0: DefaultWorkspaceQuota).
+	WorkspaceQuota int64
+	// MaxSessions bounds the sessions holding a workspace (0:
+	// DefaultMaxSessions).
+	MaxSessions int
+	// FileLimit caps write_file and read_file contents and a command's
+	// stdin (0: DefaultFileLimit).
+	FileLimit int64
 }
 
 // Call is what Options.Observe learns of one tool call: never its input
 // or output.
 type Call struct {
-	// Skill is the tool's skill; Session the MCP session's ID ("" on
-	// stdio).
+	// Skill is the tool's skill (spec.BareName for a command without
+	// one); Session the MCP session's ID ("" on stdio).
 	Skill, Session string
+	// Command is a run_command's program (its argv[0]), never its
+	// arguments.
+	Command string
 	// Warm is true when the call took a warm sandbox.
 	Warm bool
 	// Duration is from the call's arrival to its answer.
@@ -93,6 +116,7 @@ type Server struct {
 	order    []string // tool names in load order
 	warnings []string
 	retired  []*pool // pools of skills changed or removed
+	sessions map[*mcp.ServerSession]*session
 	closed   bool
 
 	// Every call's context ends with stop (Close); calls counts the
@@ -136,7 +160,15 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("skills folder %q: not a folder", d)
 		}
 	}
-	s := &Server{opts: opts, served: map[string]served{}}
+	if opts.WorkspaceRoot != "" {
+		if err := os.MkdirAll(opts.WorkspaceRoot, 0o711); err != nil {
+			return nil, fmt.Errorf("workspace root %q: %w", opts.WorkspaceRoot, err)
+		}
+		if fi, err := os.Stat(opts.WorkspaceRoot); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("workspace root %q: not a folder", opts.WorkspaceRoot)
+		}
+	}
+	s := &Server{opts: opts, served: map[string]served{}, sessions: map[*mcp.ServerSession]*session{}}
 	s.stop, s.stopAll = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{
 		Logging:   &mcp.LoggingCapabilities{},
@@ -147,6 +179,9 @@ func New(opts Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Capabilities: caps})
 	if err := s.addSkillsMethods(); err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	if opts.Commands {
+		s.addCommandTools()
 	}
 	s.warnings = s.sync()
 	return s, nil
@@ -169,6 +204,10 @@ func (s *Server) load() (map[string]served, []string, []string) {
 			sk, err := spec.Load(dir)
 			if err != nil {
 				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+				continue
+			}
+			if s.opts.Commands && (reservedTools[sk.Name] || reservedTools[filepath.Base(dir)]) {
+				warnings = append(warnings, fmt.Sprintf("skill %q skipped: %q is the name of a tool of the server (run_command, write_file, read_file)", dir, filepath.Base(dir)))
 				continue
 			}
 			if prev, dup := out[sk.Name]; dup {
@@ -296,6 +335,11 @@ func (s *Server) close() {
 	s.calls.Wait()
 	s.mu.Lock()
 	pools := append([]*pool(nil), s.retired...)
+	sessions := make([]*session, 0, len(s.sessions))
+	for ss, se := range s.sessions {
+		sessions = append(sessions, se)
+		delete(s.sessions, ss)
+	}
 	for _, n := range s.served {
 		if n.pool != nil {
 			pools = append(pools, n.pool)
@@ -307,6 +351,9 @@ func (s *Server) close() {
 	}
 	for _, p := range pools {
 		p.wait()
+	}
+	for _, se := range sessions {
+		s.removeWorkspace(se)
 	}
 }
 
@@ -410,6 +457,16 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		// warm and the cold path take the checked input as it is.
 		in, err := runner.NewInput(sk, raw)
 		var res *runner.Result
+		opts := s.opts.Run
+		if err == nil && s.opts.WorkspaceRoot != "" && wantsWorkspace(sk) {
+			// The session's own workspace: bound at launch, so no warm
+			// sandbox (they are the skill's, not the session's).
+			var se *session
+			if se, err = s.sessionOf(req.Session); err == nil {
+				opts.Workspace = se.dir
+				p = nil
+			}
+		}
 		if err == nil {
 			if m := p.takeIfAny(); m != nil {
 				call.Warm = true
@@ -423,7 +480,7 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			}
 		}
 		if res == nil && err == nil {
-			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, s.opts.Run)
+			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, opts)
 		}
 		call.Result, call.Err = res, err
 		if err != nil {
@@ -437,6 +494,12 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 }
 
 var errShutdown = errors.New("the server is shutting down")
+
+// wantsWorkspace reports whether sk's manifest asks for a workspace.
+func wantsWorkspace(sk *spec.Skill) bool {
+	ws := sk.Manifest.Filesystem.Workspace
+	return ws == spec.WorkspaceRequired || ws == spec.WorkspaceOptional
+}
 
 // resultOf turns a skill result into a tool result: the envelope as
 // structured content and as JSON text (for clients that read only text),

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,8 +96,13 @@ func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 	return f.behave(ctx, id, opts, in)
 }
 
-// behave plays the skill's program with its input.
+// behave plays the skill's program with its input; a command
+// (spec.ExecShell ...) is played by command.
 func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in []byte) (int, error) {
+	if args := opts.Spec.Process.Args; len(args) > len(spec.ExecShell) && slices.Equal(args[:len(spec.ExecShell)], spec.ExecShell) {
+		f.started <- id
+		return f.command(ctx, opts, args[len(spec.ExecShell):], in)
+	}
 	var obj struct{ Expression string }
 	_ = json.Unmarshal(in, &obj)
 	f.started <- id
@@ -122,6 +128,33 @@ func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in
 	}
 	fmt.Fprintf(opts.Stdio.Stdout, `{"result":%q}`, obj.Expression)
 	return end(0, nil)
+}
+
+// command plays a command: "write NAME TEXT" writes into the workspace's
+// host folder, "block" waits for the context, "cat" echoes stdin, others
+// print their arguments.
+func (f *fakeRT) command(ctx context.Context, opts runtime.RunOpts, args []string, stdin []byte) (int, error) {
+	ws := ""
+	for _, m := range opts.Spec.Mounts {
+		if m.Destination == spec.WorkspaceMount {
+			ws = m.Source
+		}
+	}
+	switch args[0] {
+	case "write":
+		if err := os.WriteFile(filepath.Join(ws, args[1]), []byte(args[2]), 0o644); err != nil {
+			fmt.Fprint(opts.Stdio.Stderr, err)
+			return 1, nil
+		}
+	case "block":
+		<-ctx.Done()
+		return -1, ctx.Err()
+	case "cat":
+		opts.Stdio.Stdout.Write(stdin)
+		return 0, nil
+	}
+	fmt.Fprintf(opts.Stdio.Stdout, "ran %s in %s", strings.Join(args, " "), opts.Spec.Process.Cwd)
+	return 0, nil
 }
 
 func (f *fakeRT) Delete(_ context.Context, id string, _ bool) error {

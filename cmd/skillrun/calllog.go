@@ -25,6 +25,9 @@ func (e *env) logMCPCall(c mcpserver.Call) {
 		"warm":        c.Warm,
 		"outcome":     c.Outcome(),
 	}
+	if c.Command != "" {
+		f["command"] = c.Command
+	}
 	if c.Result != nil {
 		f["exit_code"] = c.Result.ExitCode
 		if c.Result.StoppedReason != "" {

@@ -43,6 +43,11 @@ or --log. See docs/mcp.md.`,
 			&cli.StringFlag{Name: "http", Usage: "serve streamable HTTP on ADDR (loopback, e.g. 127.0.0.1:8080) at /mcp instead of stdio"},
 			&cli.IntFlag{Name: "pool", Value: 1, Usage: "warm sandboxes kept launched per skill, entry point waiting for its input (0: every call runs cold)"},
 			&cli.DurationFlag{Name: "pool-max-age", Value: mcpserver.DefaultPoolMaxAge, Usage: "recycle a warm sandbox that waited this long for a call"},
+			&cli.BoolFlag{Name: "no-commands", Usage: "do not serve run_command, write_file and read_file (only the skills' own tools)"},
+			&cli.StringFlag{Name: "workspace-root", Usage: "give each session its own workspace folder below DIR (removed when the session ends)"},
+			&cli.BoolFlag{Name: "keep-workspaces", Usage: "with --workspace-root: keep a session's workspace when it ends"},
+			&cli.StringFlag{Name: "workspace-quota", Value: "256Mi", Usage: "bytes a session's workspace may hold, checked before each command and write"},
+			&cli.IntFlag{Name: "max-sessions", Value: mcpserver.DefaultMaxSessions, Usage: "sessions holding a workspace at once; more are refused"},
 		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -80,9 +85,20 @@ or --log. See docs/mcp.md.`,
 			if err := e.withPackages(c, spec.Bare()); err != nil {
 				return err // checked once for every skill
 			}
+			quota, err := spec.ParseBytes(c.String("workspace-quota"))
+			if err != nil || quota <= 0 {
+				return e.usageError("--workspace-quota: %q is not a size such as 256Mi", c.String("workspace-quota"))
+			}
+			if c.Int("max-sessions") < 1 {
+				return e.usageError("--max-sessions: must be at least 1")
+			}
+			if c.IsSet("workspace-root") && opts.Workspace != "" {
+				return e.usageError("--workspace-root and --workspace are exclusive: one folder per session, or one for all")
+			}
 			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version, With: c.StringSlice("with"),
 				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) },
-				Observe: e.logMCPCall})
+				Observe: e.logMCPCall, Commands: !c.Bool("no-commands"), WorkspaceRoot: c.String("workspace-root"),
+				KeepWorkspaces: c.Bool("keep-workspaces"), WorkspaceQuota: quota, MaxSessions: c.Int("max-sessions")})
 			if err != nil {
 				return e.usageError("mcp serve: %v", err)
 			}

@@ -101,3 +101,34 @@ func currentUmask() os.FileMode {
 	syscall.Umask(m)
 	return os.FileMode(m)
 }
+
+// TestWriteBeneath: a write stays inside the folder whatever the tree
+// holds: symlinks planted on the way or at the name are not followed, and
+// ".." or absolute names are refused.
+func TestWriteBeneath(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := WriteBeneath(root, "a/b/c.txt", []byte("x"), 0o640, [2]int{-1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "a/b/c.txt")); err != nil || string(got) != "x" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+	os.Symlink(outside, filepath.Join(root, "link"))
+	os.Symlink(filepath.Join(outside, "target"), filepath.Join(root, "file-link"))
+	for _, rel := range []string{"link/x", "../x", "/etc/x", "a/../../x", ""} {
+		if err := WriteBeneath(root, rel, []byte("y"), 0o644, [2]int{-1, -1}); err == nil {
+			t.Errorf("write to %q succeeded", rel)
+		}
+	}
+	// A symlink at the name itself is replaced, its target untouched.
+	if err := WriteBeneath(root, "file-link", []byte("z"), 0o644, [2]int{-1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join(root, "file-link")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("file-link is not a regular file now: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("something was written outside: %v", ents)
+	}
+}
