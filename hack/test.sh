@@ -71,6 +71,8 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
 		# The core suite must pass against runc too: that proves the tests.
 		step integration-runc env RUNTIME="$(command -v runc)" go test -tags integration -count=1 -timeout 15m ./tests/
 		step clients-runc env RUNTIME="$(command -v runc)" go test -tags integration -count=1 -timeout 15m ./tests/clients/
+	else
+		echo "test.sh: no runc on PATH: tests/ and tests/clients/ are not run against runc (hack/install-deps.sh test installs it)" >&2
 	fi
 fi
 
