@@ -461,8 +461,10 @@ func TestContainerdCtr(t *testing.T) {
 		if !pidAlive(pid) {
 			t.Fatalf("task pid %d is not alive on the host", pid)
 		}
-		if got := cmdlineOf(pid); !strings.Contains(got, "trap") {
-			t.Errorf("pid %d on the host runs %q, want the container's sh", pid, got)
+		// start returns once the init wrote to its exec fifo, which may be
+		// before its execve (runc alike): wait for the sh, briefly.
+		if !waitFor(5*time.Second, func() bool { return strings.Contains(cmdlineOf(pid), "trap") }) {
+			t.Errorf("pid %d on the host runs %q, want the container's sh", pid, cmdlineOf(pid))
 		}
 
 		// exec: output and exit code of the exec'd process.
