@@ -23,8 +23,29 @@ fi
 
 bin=$(pwd)/bin/skillrun
 [ -x "$bin" ] || make static
-# The rootless tests run the binary as another user: it must be reachable.
-chmod o+rx "$(pwd)" "$(pwd)/bin" 2>/dev/null || true
+
+# The rootless tests run the binary, and read skill folders, as the test
+# user. A checkout in a folder that user cannot enter (a clone under
+# `mktemp -d`, mode 0700) keeps them out of its reach: the suites then
+# give it copies (tests/internal/hostcheck/stage.go), made in this
+# world-traversable folder, removed on exit even when a suite is killed.
+rootless_note=
+if [ "$(id -u)" -eq 0 ]; then
+	stage=$(mktemp -d "${TMPDIR:-/tmp}/skillrun-test-stage.XXXXXX")
+	trap 'rm -rf "$stage"' EXIT
+	chmod 0755 "$stage"
+	export SKILLRUN_TEST_STAGE_DIR=$stage
+	# Asked of the kernel as that user, from a folder it can enter.
+	as_user() { (cd / && runuser -u "$SKILLRUN_TEST_USER" -- "$@"); }
+	if ! as_user test -x "$bin"; then
+		echo "test.sh: $SKILLRUN_TEST_USER cannot reach $bin (a parent folder is closed to it):" >&2
+		echo "test.sh: the rootless tests run copies of the binary and of the skill folders they use, made in $stage" >&2
+	fi
+	if ! as_user test -x "$stage"; then
+		rootless_note="the rootless tests could not run: $SKILLRUN_TEST_USER cannot enter $stage (TMPDIR=${TMPDIR:-/tmp}); they skipped, saying so (go test -v)"
+		echo "test.sh: WARNING: $rootless_note" >&2
+	fi
+fi
 
 declare -a failed=()
 passed=0
@@ -50,9 +71,12 @@ if [ "$what" = all ] || [ "$what" = integration ]; then
 		# The core suite must pass against runc too: that proves the tests.
 		step integration-runc env RUNTIME="$(command -v runc)" go test -tags integration -count=1 -timeout 15m ./tests/
 		step clients-runc env RUNTIME="$(command -v runc)" go test -tags integration -count=1 -timeout 15m ./tests/clients/
+	else
+		echo "test.sh: no runc on PATH: tests/ and tests/clients/ are not run against runc (hack/install-deps.sh test installs it)" >&2
 	fi
 fi
 
 echo
+[ -z "$rootless_note" ] || echo "test.sh: WARNING: $rootless_note"
 echo "test suites: ${passed} passed, ${#failed[@]} failed${failed:+ (${failed[*]})}"
 [ ${#failed[@]} -eq 0 ]

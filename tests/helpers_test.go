@@ -61,6 +61,10 @@ type testUser struct {
 	uid, gid int
 	home     string
 	xdg      string
+	// bin is the runtime under test as the user runs it: runtimeBin, or
+	// a copy when the user cannot reach runtimeBin (a checkout in a
+	// folder only root can enter).
+	bin string
 }
 
 var (
@@ -104,11 +108,18 @@ func needTestUser(t testing.TB) *testUser {
 			testUserErr = fmt.Errorf("runuser not found: %v", err)
 			return
 		}
-		// The runtime binary must be executable by the user.
-		if out, err := exec.Command("runuser", "-u", name, "--", runtimeBin, "--version").CombinedOutput(); err != nil {
-			testUserErr = fmt.Errorf("%s cannot run %s: %v: %s", name, runtimeBin, err, out)
+		// The runtime binary must be executable by the user: a copy it
+		// can reach when a parent folder of runtimeBin is closed to it.
+		bin, err := stage.Exec(name, runtimeBin)
+		if err != nil {
+			testUserErr = err
 			return
 		}
+		if out, err := exec.Command("runuser", "-u", name, "--", bin, "--version").CombinedOutput(); err != nil {
+			testUserErr = fmt.Errorf("%s cannot run %s: %v: %s", name, bin, err, out)
+			return
+		}
+		tu.bin = bin
 		testUserVal = tu
 	})
 	if testUserErr != nil {
@@ -282,7 +293,11 @@ func (r *rt) argv(args ...string) []string {
 			"XDG_RUNTIME_DIR="+r.user.xdg, "HOME="+r.user.home, "USER="+r.user.name,
 			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 	}
-	a = append(a, runtimeBin)
+	if r.user != nil {
+		a = append(a, r.user.bin)
+	} else {
+		a = append(a, runtimeBin)
+	}
 	if r.root != "" {
 		a = append(a, "--root", r.root)
 	}
@@ -451,9 +466,9 @@ func specTemplate(t testing.TB, u *testUser) []byte {
 		}
 		os.Chmod(d, 0o755)
 		os.Chown(d, testUserVal.uid, testUserVal.gid)
-		out, err := exec.Command("runuser", "-u", testUserVal.name, "--", runtimeBin, "spec", "--rootless", "--bundle", d).CombinedOutput()
+		out, err := exec.Command("runuser", "-u", testUserVal.name, "--", testUserVal.bin, "spec", "--rootless", "--bundle", d).CombinedOutput()
 		if err != nil {
-			specUnprivErr = fmt.Errorf("as %s: %s spec --rootless --bundle %s: %v: %s", testUserVal.name, runtimeBin, d, err, out)
+			specUnprivErr = fmt.Errorf("as %s: %s spec --rootless --bundle %s: %v: %s", testUserVal.name, testUserVal.bin, d, err, out)
 			return
 		}
 		specUnpriv, specUnprivErr = os.ReadFile(filepath.Join(d, "config.json"))

@@ -49,6 +49,9 @@ var (
 	rootfsTemplate string
 	// setupErr is why the suite cannot run at all; every test reports it.
 	setupErr error
+	// stage holds copies of what the rootless test user cannot reach
+	// (the runtime binary in a checkout under a folder closed to it).
+	stage hostcheck.Stage
 )
 
 func TestMain(m *testing.M) {
@@ -60,6 +63,7 @@ func TestMain(m *testing.M) {
 		setupErr = hostcheck.Subreap(runtimeBin)
 	}
 	code := m.Run()
+	stage.Remove()
 	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {
 		removeTree(tmpBase)
 	}

@@ -38,6 +38,16 @@ import (
 // cmdTimeout bounds every single client command.
 const cmdTimeout = 60 * time.Second
 
+// stage holds a copy of the runtime under test for the rootless test user
+// when the checkout sits in a folder closed to it.
+var stage hostcheck.Stage
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stage.Remove()
+	os.Exit(code)
+}
+
 // runtimeUnderTest returns the absolute path of the runtime under test.
 func runtimeUnderTest(t *testing.T) string {
 	t.Helper()

@@ -66,10 +66,17 @@ func newPodman(t *testing.T, rootless bool) *podman {
 				t.Skipf("SKIP: %s has no range for %s (run hack/ensure-test-user.sh)", f, u.Username)
 			}
 		}
+		// The user's podman runs the runtime: a copy it can reach when a
+		// parent folder of the checkout is closed to it.
+		staged, err := stage.Exec(u.Username, real)
+		if err != nil {
+			t.Skipf("SKIP: rootless test user %s cannot reach the runtime under test: %v", u.Username, err)
+		}
+		p.real = staged
 	}
 	p.dir = tempDir(t, "pdm")
 	p.argvLog = filepath.Join(p.dir, "argv.log")
-	p.runtime = argvWrapper(t, filepath.Join(p.dir, "wrap"), p.name, real, p.argvLog)
+	p.runtime = argvWrapper(t, filepath.Join(p.dir, "wrap"), p.name, p.real, p.argvLog)
 	p.rootfs = busyboxRootfs(t, p.dir)
 
 	home := filepath.Join(p.dir, "home")

@@ -44,6 +44,10 @@ type mode struct {
 	dir string
 	// root is the --root state folder, tmp the TMPDIR of skillrun.
 	root, tmp string
+	// bin is the skillrun binary and examples the folder holding the
+	// example skills, as the mode's user reaches them (copies when the
+	// checkout is in a folder closed to the test user).
+	bin, examples string
 }
 
 func (m *mode) rootless() bool { return m.user != nil }
@@ -52,6 +56,9 @@ var (
 	testUserOnce sync.Once
 	testUser     *user.User
 	testUserErr  error
+	// userBin and userExamples are the binary and the example skills'
+	// folder as the test user reaches them.
+	userBin, userExamples string
 )
 
 // lookupTestUser finds (or, as root, creates with
@@ -80,10 +87,23 @@ func lookupTestUser() (*user.User, error) {
 			testUserErr = fmt.Errorf("XDG_RUNTIME_DIR of %s: %v (run hack/ensure-test-user.sh)", name, err)
 			return
 		}
-		if out, err := exec.Command("runuser", "-u", name, "--", binary, "--version").CombinedOutput(); err != nil {
-			testUserErr = fmt.Errorf("%s cannot run %s: %v: %s", name, binary, err, out)
+		// Copies it can reach when a parent folder of the checkout is
+		// closed to the user.
+		bin, err := stage.Exec(name, binary)
+		if err != nil {
+			testUserErr = err
 			return
 		}
+		data, err := stage.Read(name, repo, "examples/skills")
+		if err != nil {
+			testUserErr = err
+			return
+		}
+		if out, err := exec.Command("runuser", "-u", name, "--", bin, "--version").CombinedOutput(); err != nil {
+			testUserErr = fmt.Errorf("%s cannot run %s: %v: %s", name, bin, err, out)
+			return
+		}
+		userBin, userExamples = bin, filepath.Join(data, "examples", "skills")
 		testUser = u
 	})
 	return testUser, testUserErr
@@ -124,9 +144,10 @@ var nonName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 func newMode(t *testing.T, u *user.User) *mode {
 	t.Helper()
-	m := &mode{name: "root", user: u}
+	m := &mode{name: "root", user: u, bin: binary, examples: filepath.Join(repo, "examples", "skills")}
 	if u != nil {
 		m.name = "rootless"
+		m.bin, m.examples = userBin, userExamples
 		m.uid, _ = strconv.Atoi(u.Uid)
 		m.gid, _ = strconv.Atoi(u.Gid)
 		m.home = u.HomeDir
@@ -246,7 +267,7 @@ func (m *mode) command(ctx context.Context, o opts, args ...string) *exec.Cmd {
 	if !o.noTmpdir {
 		env = append(env, "TMPDIR="+m.tmp)
 	}
-	full := []string{binary}
+	full := []string{m.bin}
 	if !o.noRoot {
 		full = append(full, "--root", m.root)
 	}
@@ -624,6 +645,9 @@ func uniqueSkill(prefix string) string {
 }
 
 func example(name string) string { return filepath.Join(repo, "examples", "skills", name) }
+
+// example is the example skill name as the mode's user reaches it.
+func (m *mode) example(name string) string { return filepath.Join(m.examples, name) }
 
 // skillResult is the JSON result of skill run.
 type skillResult struct {

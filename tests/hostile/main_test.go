@@ -33,6 +33,9 @@ var (
 	rootfsTemplate string
 	// setupErr is why the suite cannot run; every test reports it.
 	setupErr error
+	// stage holds copies of what the rootless test user cannot reach
+	// (the binary and example skills of a checkout in a closed folder).
+	stage hostcheck.Stage
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +47,7 @@ func TestMain(m *testing.M) {
 		setupErr = hostcheck.Subreap(binary)
 	}
 	code := m.Run()
+	stage.Remove()
 	if tmpBase != "" && os.Getenv("KEEP_TEST_FILES") == "" {
 		removeTree(tmpBase)
 	}

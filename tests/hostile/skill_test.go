@@ -272,7 +272,7 @@ func TestSkillSpecialFilesInside(t *testing.T) {
 func TestHostileSkillInput(t *testing.T) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, m *mode) {
-		calc := example("calculator")
+		calc := m.example("calculator")
 		big := filepath.Join(m.dir, "big-input")
 		f, err := os.Create(big)
 		if err != nil {
@@ -302,7 +302,7 @@ func TestHostileSkillInput(t *testing.T) {
 			{"unknown property", nil, []string{"--input", `{"expression": "1", "x": 1}`, calc}, []string{"input"}},
 			{"deeply nested", func() *os.File {
 				return tempInput(t, m, `{"x": `+strings.Repeat("[", 100000)+strings.Repeat("]", 100000)+`}`)
-			}, []string{example("text-stats")}, []string{"input"}},
+			}, []string{m.example("text-stats")}, []string{"input"}},
 			{"invalid UTF-8", nil, []string{"--input", "{\"expression\": \"\xff\xfe\"}", calc}, []string{"input"}},
 			{"flags after folder", nil, []string{calc, "--input", "{}"}, []string{"input", "expression"}},
 			{"both inputs", nil, []string{"--input", "{}", "--input-file", big, calc}, []string{"--input"}},

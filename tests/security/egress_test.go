@@ -678,7 +678,7 @@ func TestEgressKilledMidTransfer(t *testing.T) {
 		tmp := m.tempDir(p)
 		victim := func() int {
 			for _, pi := range scanProcs() {
-				if strings.HasPrefix(pi.cmdline, binary+" skill run ") && strings.Contains(pi.cmdline, sk.dir) {
+				if strings.HasPrefix(pi.cmdline, m.bin+" skill run ") && strings.Contains(pi.cmdline, sk.dir) {
 					return pi.pid
 				}
 			}

@@ -36,10 +36,10 @@ func (m *mode) cli(args ...string) (string, error) {
 	defer cancel()
 	var cmd *exec.Cmd
 	if m.rootless() {
-		full := []string{"-u", m.user.Username, "--", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + m.home, "XDG_RUNTIME_DIR=" + m.xdg(), binary}
+		full := []string{"-u", m.user.Username, "--", "env", "-i", "PATH=/usr/bin:/bin", "HOME=" + m.home, "XDG_RUNTIME_DIR=" + m.xdg(), m.bin}
 		cmd = exec.CommandContext(ctx, "runuser", append(full, args...)...)
 	} else {
-		cmd = exec.CommandContext(ctx, binary, args...)
+		cmd = exec.CommandContext(ctx, m.bin, args...)
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -90,7 +90,7 @@ OUT["race write opens"] = hits
 OUT["race errnos"] = errs
 done()
 `, "")
-		before := sha256File(p, binary)
+		before := sha256File(p, m.bin)
 		python, _ := filepath.EvalSymlinks("/usr/bin/python3")
 		beforePy := sha256File(p, python)
 		execs := 0
@@ -118,8 +118,8 @@ done()
 		}})
 		o.wantCode(p, 0)
 		out := o.out(p)
-		if after := sha256File(p, binary); after != before {
-			p.Errorf("LEAK: the runtime binary %s changed during the run (sha256 %s -> %s)", binary, before, after)
+		if after := sha256File(p, m.bin); after != before {
+			p.Errorf("LEAK: the runtime binary %s changed during the run (sha256 %s -> %s)", m.bin, before, after)
 		}
 		if after := sha256File(p, python); after != beforePy {
 			p.Errorf("LEAK: the host's %s changed during the run", python)

@@ -43,6 +43,9 @@ var (
 	binary    string
 	repo      string
 	binaryErr error
+	// stage holds a copy of the binary for the rootless test user when
+	// the checkout sits in a folder closed to it.
+	stage     hostcheck.Stage
 	hostPidNS string
 	// envCanary and hostCanary are set in the caller's environment and as
 	// the caller's hostname (in a private UTS namespace) on every run; no
@@ -56,7 +59,9 @@ func TestMain(m *testing.M) {
 	repo = filepath.Clean(filepath.Join(wd, "..", ".."))
 	binary, binaryErr = hostcheck.SkillrunBinary(repo)
 	hostPidNS, _ = os.Readlink("/proc/self/ns/pid")
-	os.Exit(m.Run())
+	code := m.Run()
+	stage.Remove()
+	os.Exit(code)
 }
 
 func randHex(n int) string {
@@ -168,6 +173,9 @@ type mode struct {
 	uid, gid  int        // the caller of skillrun
 	home      string     // the caller's HOME
 	stateRoot string     // the runtime's default state root for the caller
+	// bin is the skillrun binary as the caller reaches it: binary, or a
+	// copy when the checkout sits in a folder closed to the test user.
+	bin string
 }
 
 const testUserDefault = "skillrun-test"
@@ -187,7 +195,7 @@ func probe(t *testing.T, id string, fn func(p *P, m *mode)) {
 			if os.Geteuid() != 0 {
 				p.Skipf("skipped: the suite must run as root (it creates canaries in /etc and runs the rootless mode as %s)", testUserDefault)
 			}
-			m := &mode{name: name, home: "/root", stateRoot: "/run/skillrun"}
+			m := &mode{name: name, home: "/root", stateRoot: "/run/skillrun", bin: binary}
 			if name == "rootless" {
 				uname := os.Getenv("SKILLRUN_TEST_USER")
 				if uname == "" {
@@ -204,6 +212,9 @@ func probe(t *testing.T, id string, fn func(p *P, m *mode)) {
 				m.stateRoot = filepath.Join(m.xdg(), "skillrun")
 				if fi, err := os.Stat(m.xdg()); err != nil || !fi.IsDir() {
 					p.Skipf("skipped: %s has no XDG_RUNTIME_DIR %s", uname, m.xdg())
+				}
+				if m.bin, err = stage.Exec(uname, binary); err != nil {
+					p.Skipf("skipped: %s cannot reach the binary under test: %v", uname, err)
 				}
 			}
 			fn(p, m)
@@ -449,10 +460,10 @@ func (m *mode) run(p *P, sk *skill, o runOpts) *outcome {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	inner := []string{binary}
+	inner := []string{m.bin}
 	if m.rootless() {
 		inner = append([]string{"runuser", "-u", m.user.Username, "--", "env", "-i"}, env...)
-		inner = append(inner, binary)
+		inner = append(inner, m.bin)
 	}
 	inner = append(inner, args...)
 	full := append([]string{"--uts", "--", "sh", "-c", `hostname "$0" && exec "$@"`, hostCanary}, inner...)

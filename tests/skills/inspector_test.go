@@ -42,7 +42,7 @@ func inspector(t *testing.T) []string {
 // method and its options), and decodes its JSON output.
 func runInspector(t *testing.T, m *mode, args ...string) map[string]any {
 	t.Helper()
-	server := m.command("--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", filepath.Join(repo, "examples", "skills"))
+	server := m.command("--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", filepath.Join(m.data, "examples", "skills"))
 	// The inspector's options first: the server's command line (runuser
 	// ... -- env ... as the rootless user) follows "--".
 	cmdline := append(inspector(t), args...)
@@ -114,7 +114,7 @@ func TestMCPInspector(t *testing.T) {
 		}
 		text, _ := contents[0].(map[string]any)["text"].(string)
 		sum := sha256.Sum256([]byte(text))
-		disk, _ := os.ReadFile(filepath.Join(repo, "examples", "skills", "calculator", "SKILL.md"))
+		disk, _ := os.ReadFile(filepath.Join(m.data, "examples", "skills", "calculator", "SKILL.md"))
 		if "sha256:"+hex.EncodeToString(sum[:]) != first["digest"] || text != string(disk) {
 			t.Errorf("resources/read %s: digest %v, read %d bytes, file %d bytes", first["uri"], first["digest"], len(text), len(disk))
 		}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 	"os"
@@ -26,13 +27,19 @@ var (
 	binary    string
 	repo      string
 	binaryErr error
+	// stage holds copies of what the rootless test user cannot reach
+	// (the binary, examples/ and testdata/ of a checkout in a folder
+	// closed to it).
+	stage hostcheck.Stage
 )
 
 func TestMain(m *testing.M) {
 	wd, _ := os.Getwd()
 	repo = filepath.Clean(filepath.Join(wd, "..", ".."))
 	binary, binaryErr = hostcheck.SkillrunBinary(repo)
-	os.Exit(m.Run())
+	code := m.Run()
+	stage.Remove()
+	os.Exit(code)
 }
 
 // mode is who runs skillrun: root, or an unprivileged user (rootless).
@@ -44,6 +51,15 @@ type mode struct {
 	// tmp is the TMPDIR of the skillrun process (checked empty after
 	// every run: nothing left behind).
 	tmp string
+	// bin is the skillrun binary and data the folder holding examples/
+	// and tests/skills/testdata/, as the mode's user reaches them: the
+	// checkout's, or copies when it sits in a folder closed to the user.
+	bin, data string
+}
+
+// self is the mode of the test process' own user.
+func self(name string) *mode {
+	return &mode{name: name, uid: os.Geteuid(), gid: os.Getegid(), bin: binary, data: repo}
 }
 
 const testUserDefault = "skillrun-test"
@@ -58,7 +74,7 @@ func rootOnly(t *testing.T, why string) *mode {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: needs root" + why)
 	}
-	m := &mode{name: "root", uid: 0, gid: 0}
+	m := self("root")
 	m.tmp = privateTmp(t, m)
 	return m
 }
@@ -74,13 +90,13 @@ func forEachMode(t *testing.T, fn func(t *testing.T, m *mode)) {
 		if os.Geteuid() != 0 {
 			t.Skip("skipped: the suite is not running as root")
 		}
-		m := &mode{name: "root", uid: 0, gid: 0}
+		m := self("root")
 		m.tmp = privateTmp(t, m)
 		fn(t, m)
 	})
 	t.Run("rootless", func(t *testing.T) {
 		if os.Geteuid() != 0 {
-			m := &mode{name: "rootless", uid: os.Geteuid(), gid: os.Getegid()}
+			m := self("rootless")
 			m.tmp = privateTmp(t, m)
 			fn(t, m)
 			return
@@ -96,6 +112,12 @@ func forEachMode(t *testing.T, fn func(t *testing.T, m *mode)) {
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		m := &mode{name: "rootless", user: u, uid: uid, gid: gid}
+		var err1, err2 error
+		m.bin, err1 = stage.Exec(u.Username, binary)
+		m.data, err2 = stage.Read(u.Username, repo, "examples", "tests/skills/testdata")
+		if err := errors.Join(err1, err2); err != nil {
+			t.Skipf("skipped: %s cannot reach the binary or the skills under test: %v", name, err)
+		}
 		m.tmp = privateTmp(t, m)
 		fn(t, m)
 	})
@@ -176,11 +198,11 @@ func (m *mode) commandContext(ctx context.Context, args ...string) *exec.Cmd {
 	if m.user != nil {
 		xdg := fmt.Sprintf("/run/user/%d", m.uid)
 		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
-		full = append(full, "HOME="+m.user.HomeDir, "XDG_RUNTIME_DIR="+xdg, binary)
+		full = append(full, "HOME="+m.user.HomeDir, "XDG_RUNTIME_DIR="+xdg, m.bin)
 		cmd = exec.CommandContext(ctx, "runuser", append(full, args...)...)
 	} else {
 		root := filepath.Join(m.tmp, "state")
-		cmd = exec.CommandContext(ctx, binary, append([]string{"--root", root}, args...)...)
+		cmd = exec.CommandContext(ctx, m.bin, append([]string{"--root", root}, args...)...)
 		cmd.Env = append(env, "HOME=/root")
 		if os.Geteuid() != 0 {
 			cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
@@ -273,5 +295,7 @@ func (m *mode) assertClean(t *testing.T) {
 	}
 }
 
-func example(name string) string { return filepath.Join(repo, "examples", "skills", name) }
-func probe() string              { return filepath.Join(repo, "tests", "skills", "testdata", "probe") }
+// example is the example skill name, probe the probe skill, as the mode's
+// user reaches them.
+func (m *mode) example(name string) string { return filepath.Join(m.data, "examples", "skills", name) }
+func (m *mode) probe() string              { return filepath.Join(m.data, "tests", "skills", "testdata", "probe") }

@@ -29,7 +29,7 @@ import (
 func (m *mode) mcpServe(t *testing.T, flags ...string) *mcp.ClientSession {
 	t.Helper()
 	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve",
-		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
+		"--skills", filepath.Join(m.data, "examples", "skills"), "--skills", m.probe()}, flags...)
 	cmd := m.command(args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -63,10 +63,10 @@ func (m *mode) command(args ...string) *exec.Cmd {
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + m.tmp, "SKILLRUN_CANARY=canary-7f3a9"}
 	if m.user != nil {
 		full := append([]string{"-u", m.user.Username, "--", "env", "-i"}, env...)
-		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), binary)
+		full = append(full, "HOME="+m.user.HomeDir, fmt.Sprintf("XDG_RUNTIME_DIR=/run/user/%d", m.uid), m.bin)
 		return exec.Command("runuser", append(full, args...)...)
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(m.bin, args...)
 	cmd.Env = append(env, "HOME="+os.Getenv("HOME"), "XDG_RUNTIME_DIR="+os.Getenv("XDG_RUNTIME_DIR"))
 	return cmd
 }
@@ -144,11 +144,11 @@ func TestMCPServe(t *testing.T) {
 			}
 		}
 		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://release-notes/references/style.md"})
-		disk, _ := os.ReadFile(filepath.Join(example("release-notes"), "references", "style.md"))
+		disk, _ := os.ReadFile(filepath.Join(m.example("release-notes"), "references", "style.md"))
 		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != string(disk) {
 			t.Errorf("read skill://release-notes/references/style.md: %v", err)
 		}
-		insp := m.run(t, "", "skill", "inspect", "--format", "mcp", example("csv-summary"))
+		insp := m.run(t, "", "skill", "inspect", "--format", "mcp", m.example("csv-summary"))
 		var a, b any
 		if err := json.Unmarshal([]byte(insp.stdout), &a); err != nil {
 			t.Fatalf("inspect: %v\n%s", err, insp)
@@ -265,12 +265,12 @@ func TestMCPServeHTTP(t *testing.T) {
 	if binaryErr != nil {
 		t.Fatal(binaryErr)
 	}
-	m := &mode{name: "self", uid: os.Geteuid(), gid: os.Getegid()}
+	m := self("self")
 	m.tmp = privateTmp(t, m)
-	if res := m.run(t, "", "mcp", "serve", "--skills", example("calculator"), "--http", "0.0.0.0:0"); res.code != 2 || !strings.Contains(res.stderr, "loopback") {
+	if res := m.run(t, "", "mcp", "serve", "--skills", m.example("calculator"), "--http", "0.0.0.0:0"); res.code != 2 || !strings.Contains(res.stderr, "loopback") {
 		t.Errorf("non-loopback --http: want exit 2 naming loopback\n%s", res)
 	}
-	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", example("calculator"), "--http", "127.0.0.1:0")
+	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", m.example("calculator"), "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
 	url := startHTTPServe(t, cmd)
 	ctx := context.Background()
@@ -318,7 +318,7 @@ func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 	start := func() (*exec.Cmd, *mcp.ClientSession) {
 		// Cold sandboxes (--pool 0) outlive a killed server; warm ones
 		// kill themselves (TestMCPPoolKilledServer).
-		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", probe(), "--pool", "0")
+		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", m.probe(), "--pool", "0")
 		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
@@ -399,7 +399,7 @@ func TestMCPMalformedAndHugeRequests(t *testing.T) {
 			"name": "calculator", "arguments": map[string]any{"expression": expr}}})
 	}
 	forEachMode(t, func(t *testing.T, m *mode) {
-		args := []string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0", "--skills", example("calculator")}
+		args := []string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0", "--skills", m.example("calculator")}
 		// Huge but framed: a tool error, then the next call is served.
 		// stdin stays open until the answers to ids 2 and 3 are in: EOF on stdin
 		// ends the session, dropping calls in flight.

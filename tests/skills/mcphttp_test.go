@@ -23,7 +23,7 @@ import (
 func (m *mode) serveHTTP(t *testing.T, flags ...string) (string, *exec.Cmd) {
 	t.Helper()
 	args := append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--http", "127.0.0.1:0",
-		"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe()}, flags...)
+		"--skills", filepath.Join(m.data, "examples", "skills"), "--skills", m.probe()}, flags...)
 	cmd := m.command(args...)
 	return startHTTPServe(t, cmd), cmd
 }
@@ -79,7 +79,7 @@ func (m *mode) serverPid(cmd *exec.Cmd) int {
 		return cmd.Process.Pid
 	}
 	for _, p := range hostcheck.Procs(func(args []string) bool {
-		return len(args) > 2 && args[0] == binary && strings.Contains(strings.Join(args, " "), filepath.Join(m.tmp, "state"))
+		return len(args) > 2 && args[0] == m.bin && strings.Contains(strings.Join(args, " "), filepath.Join(m.tmp, "state"))
 	}) {
 		return p.Pid
 	}
@@ -174,7 +174,7 @@ func TestMCPSIGTERMInFlight(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		rec := m.recordIDs()
 		cmd := m.command("--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--watch", "0",
-			"--skills", filepath.Join(repo, "examples", "skills"), "--skills", probe())
+			"--skills", filepath.Join(m.data, "examples", "skills"), "--skills", m.probe())
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		ctx := context.Background()

@@ -19,7 +19,7 @@ import (
 	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
-func eager() string { return filepath.Join(repo, "tests", "skills", "testdata", "eager") }
+func (m *mode) eager() string { return filepath.Join(m.data, "tests", "skills", "testdata", "eager") }
 
 // containers returns the containers of the state root whose ID starts
 // with "skill-NAME-" ("skill-" for name "") and whose init process is
@@ -248,7 +248,7 @@ func TestMCPPoolKilledServer(t *testing.T) {
 	m := rootOnly(t, " (checks the orphaned sandboxes' processes from the host)")
 	ws := ownedDir(t, m)
 	start := func(pool string) (*exec.Cmd, *mcp.ClientSession) {
-		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", eager(),
+		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", m.eager(),
 			"--workspace", ws, "--pool", pool, "--watch", "0")
 		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -336,7 +336,7 @@ func TestMCPPoolKilledServer(t *testing.T) {
 func TestMCPPoolSkillIgnoringInput(t *testing.T) {
 	m := rootOnly(t, "")
 	ws := ownedDir(t, m)
-	dir := filepath.Join(repo, "tests", "skills", "testdata", "noinput")
+	dir := filepath.Join(m.data, "tests", "skills", "testdata", "noinput")
 	cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", dir,
 		"--workspace", ws, "--pool", "1", "--watch", "0")
 	cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)

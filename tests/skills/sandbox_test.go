@@ -34,7 +34,7 @@ type report struct {
 
 func TestSandboxProfile(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		r, res := m.skillRun(t, 0, probe(), `{"mode": "report"}`, "--env", "GRANTED=yes")
+		r, res := m.skillRun(t, 0, m.probe(), `{"mode": "report"}`, "--env", "GRANTED=yes")
 		var rep report
 		if err := json.Unmarshal(r.Output, &rep); err != nil {
 			t.Fatalf("%v\n%s", err, res)
@@ -104,7 +104,7 @@ func TestSandboxWritesStayInside(t *testing.T) {
 		os.Remove(outside)
 		// /tmp in the sandbox is a private tmpfs: the file must not appear
 		// in the host's /tmp.
-		r, res := m.skillRun(t, 0, probe(), `{"mode": "write", "path": "`+outside+`"}`, "--workspace", ws)
+		r, res := m.skillRun(t, 0, m.probe(), `{"mode": "write", "path": "`+outside+`"}`, "--workspace", ws)
 		if !strings.Contains(string(r.Output), "wrote") {
 			t.Fatalf("%s", res)
 		}
@@ -114,11 +114,11 @@ func TestSandboxWritesStayInside(t *testing.T) {
 		}
 		// The host's workspace path is not the sandbox's /workspace: writing
 		// to the host path fails.
-		r, res = m.skillRun(t, 0, probe(), `{"mode": "write", "path": "`+filepath.Join(ws, "direct.txt")+`"}`, "--workspace", ws)
+		r, res = m.skillRun(t, 0, m.probe(), `{"mode": "write", "path": "`+filepath.Join(ws, "direct.txt")+`"}`, "--workspace", ws)
 		if !strings.Contains(string(r.Output), "error") {
 			t.Errorf("host path writable from the sandbox\n%s", res)
 		}
-		r, res = m.skillRun(t, 0, probe(), `{"mode": "write", "path": "/workspace/in.txt", "content": "ok"}`, "--workspace", ws)
+		r, res = m.skillRun(t, 0, m.probe(), `{"mode": "write", "path": "/workspace/in.txt", "content": "ok"}`, "--workspace", ws)
 		if b, err := os.ReadFile(filepath.Join(ws, "in.txt")); err != nil || string(b) != "ok" {
 			t.Errorf("workspace write not on the host: %q %v\n%s", b, err, res)
 		}
@@ -128,14 +128,14 @@ func TestSandboxWritesStayInside(t *testing.T) {
 func TestStops(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		start := time.Now()
-		r, res := m.skillRun(t, 4, probe(), `{"mode": "sleep"}`, "--timeout", "1s")
+		r, res := m.skillRun(t, 4, m.probe(), `{"mode": "sleep"}`, "--timeout", "1s")
 		if r.StoppedReason != "timeout" || r.OK || r.Limits.TimeoutMS != 1000 {
 			t.Errorf("timeout\n%s", res)
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("timeout of 1s took %v", d)
 		}
-		r, res = m.skillRun(t, 7, probe(), `{"mode": "spam"}`, "--output-limit", "64k")
+		r, res = m.skillRun(t, 7, m.probe(), `{"mode": "spam"}`, "--output-limit", "64k")
 		if r.StoppedReason != "output_limit" {
 			t.Errorf("output limit\n%s", res)
 		}
@@ -143,13 +143,13 @@ func TestStops(t *testing.T) {
 		// stops, with the mechanism in the result.
 		rootlessNoCgroups := false
 		if m.uid != 0 {
-			r, res = m.skillRun(t, 0, probe(), `{"mode": "report"}`, "--memory", "64Mi")
+			r, res = m.skillRun(t, 0, m.probe(), `{"mode": "report"}`, "--memory", "64Mi")
 			rootlessNoCgroups = !r.Limits.Cgroups
 			if rootlessNoCgroups && (r.Limits.MemoryBytes == nil || r.Limits.Enforcement["memory"].EnforcedBy != "rlimit_as" || !strings.Contains(strings.Join(r.Limits.NotEnforced, ","), "cpus")) {
 				t.Errorf("rootless limits without cgroups\n%s", res)
 			}
 		}
-		r, res = m.skillRun(t, 5, probe(), `{"mode": "hog"}`, "--memory", "64Mi")
+		r, res = m.skillRun(t, 5, m.probe(), `{"mode": "hog"}`, "--memory", "64Mi")
 		if r.StoppedReason != "memory" || *r.Limits.MemoryBytes != 64<<20 {
 			t.Errorf("oom\n%s", res)
 		}
@@ -157,7 +157,7 @@ func TestStops(t *testing.T) {
 			t.Log("pids limit: not enforced rootless on this kernel (RLIMIT_NPROC is not counted per user namespace before Linux 5.14); the result says so")
 			return
 		}
-		r, res = m.skillRun(t, 3, probe(), `{"mode": "threads"}`, "--pids", "16")
+		r, res = m.skillRun(t, 3, m.probe(), `{"mode": "threads"}`, "--pids", "16")
 		if r.StoppedReason != "pids" || !strings.Contains(r.Stderr, "can't start new thread") {
 			t.Errorf("pids\n%s", res)
 		}

@@ -15,7 +15,7 @@ var examples = []string{"calculator", "csv-summary", "fetch-url", "json-transfor
 func TestValidate(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		for _, name := range examples {
-			res := m.run(t, "", "skill", "validate", example(name))
+			res := m.run(t, "", "skill", "validate", m.example(name))
 			if res.code != 0 || !strings.Contains(res.stdout, ": ok ("+name) {
 				t.Errorf("validate %s\n%s", name, res)
 			}
@@ -40,7 +40,7 @@ func TestInspect(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		get := func(format string) map[string]any {
 			t.Helper()
-			res := m.run(t, "", "skill", "inspect", "--format", format, example("calculator"))
+			res := m.run(t, "", "skill", "inspect", "--format", format, m.example("calculator"))
 			if res.code != 0 {
 				t.Fatalf("%s", res)
 			}
@@ -81,11 +81,11 @@ func TestInspect(t *testing.T) {
 		}
 		schemaOK(p["inputSchema"])
 		// argparse inference reaches the tool definition.
-		res := m.run(t, "", "skill", "inspect", "--format", "anthropic", example("csv-summary"))
+		res := m.run(t, "", "skill", "inspect", "--format", "anthropic", m.example("csv-summary"))
 		if !strings.Contains(res.stdout, `"group_by"`) || !strings.Contains(res.stdout, `"required": [`) {
 			t.Errorf("csv-summary schema not inferred\n%s", res)
 		}
-		if res := m.run(t, "", "skill", "inspect", "--format", "yaml", example("calculator")); res.code != 2 {
+		if res := m.run(t, "", "skill", "inspect", "--format", "yaml", m.example("calculator")); res.code != 2 {
 			t.Errorf("bad format: want exit 2\n%s", res)
 		}
 	})
@@ -93,7 +93,7 @@ func TestInspect(t *testing.T) {
 
 func TestList(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		res := m.run(t, "", "skill", "list", "--format", "json", filepath.Join(repo, "examples"))
+		res := m.run(t, "", "skill", "list", "--format", "json", filepath.Join(m.data, "examples"))
 		if res.code != 0 {
 			t.Fatalf("%s", res)
 		}
@@ -115,7 +115,7 @@ func TestList(t *testing.T) {
 		if strings.Join(names, ",") != strings.Join(examples, ",") {
 			t.Errorf("found %v, want %v", names, examples)
 		}
-		res = m.run(t, "", "skill", "list", filepath.Join(repo, "examples", "skills"))
+		res = m.run(t, "", "skill", "list", filepath.Join(m.data, "examples", "skills"))
 		if res.code != 0 || !strings.HasPrefix(res.stdout, "NAME") || strings.Count(res.stdout, "\n") != len(examples)+1 {
 			t.Errorf("table\n%s", res)
 		}
@@ -129,7 +129,7 @@ func TestBundleThenRun(t *testing.T) {
 			// The unprivileged user creates it itself.
 			out = filepath.Join(m.tmp, "bundle")
 		}
-		res := m.run(t, "", "skill", "bundle", "-o", out, example("calculator"))
+		res := m.run(t, "", "skill", "bundle", "-o", out, m.example("calculator"))
 		if res.code != 0 {
 			t.Fatalf("%s", res)
 		}
@@ -142,11 +142,11 @@ func TestBundleThenRun(t *testing.T) {
 		}
 		// Bundling into a non-empty folder is refused; a policy refusal
 		// leaves nothing behind.
-		if res := m.run(t, "", "skill", "bundle", "-o", out, example("calculator")); res.code != 2 {
+		if res := m.run(t, "", "skill", "bundle", "-o", out, m.example("calculator")); res.code != 2 {
 			t.Errorf("non-empty output: want exit 2\n%s", res)
 		}
 		refused := filepath.Join(m.tmp, "refused")
-		if res := m.run(t, "", "skill", "bundle", "-o", refused, example("fetch-url")); res.code != 6 || !strings.Contains(res.stderr, "network") {
+		if res := m.run(t, "", "skill", "bundle", "-o", refused, m.example("fetch-url")); res.code != 6 || !strings.Contains(res.stderr, "network") {
 			t.Errorf("policy: want exit 6\n%s", res)
 		}
 		if _, err := os.Stat(refused); !os.IsNotExist(err) {
@@ -162,16 +162,16 @@ func TestRunUsageErrors(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"skill", "run", "--input", `{"expression": 1}`, example("calculator")}, "/expression"},
-			{[]string{"skill", "run", "--input", `{"expression": "1", "extra": 2}`, example("calculator")}, "extra"},
-			{[]string{"skill", "run", "--input", `not json`, example("calculator")}, "input: not valid JSON"},
-			{[]string{"skill", "run", "--memory", "lots", example("calculator")}, "--memory"},
-			{[]string{"skill", "run", "--format", "xml", example("calculator")}, "--format"},
-			{[]string{"skill", "run", "--env", "PATH=/x", "--input", `{"expression": "1"}`, example("calculator")}, "PATH"},
-			{[]string{"skill", "run", "--input", "{}", "--input-file", "x", example("calculator")}, "exclusive"},
-			{[]string{"skill", "run", filepath.Join(repo, "examples")}, "no SKILL.md"},
+			{[]string{"skill", "run", "--input", `{"expression": 1}`, m.example("calculator")}, "/expression"},
+			{[]string{"skill", "run", "--input", `{"expression": "1", "extra": 2}`, m.example("calculator")}, "extra"},
+			{[]string{"skill", "run", "--input", `not json`, m.example("calculator")}, "input: not valid JSON"},
+			{[]string{"skill", "run", "--memory", "lots", m.example("calculator")}, "--memory"},
+			{[]string{"skill", "run", "--format", "xml", m.example("calculator")}, "--format"},
+			{[]string{"skill", "run", "--env", "PATH=/x", "--input", `{"expression": "1"}`, m.example("calculator")}, "PATH"},
+			{[]string{"skill", "run", "--input", "{}", "--input-file", "x", m.example("calculator")}, "exclusive"},
+			{[]string{"skill", "run", filepath.Join(m.data, "examples")}, "no SKILL.md"},
 			// Flags may follow the folder: this one is parsed (and refused).
-			{[]string{"skill", "run", example("calculator"), "--timeout", "-1s"}, "--timeout"},
+			{[]string{"skill", "run", m.example("calculator"), "--timeout", "-1s"}, "--timeout"},
 		} {
 			res := m.run(t, "", tc.args...)
 			if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, tc.want) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
@@ -184,18 +184,18 @@ func TestRunUsageErrors(t *testing.T) {
 
 func TestRunInputSources(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		res := m.run(t, `{"expression": "1+1"}`, "skill", "run", example("calculator"))
+		res := m.run(t, `{"expression": "1+1"}`, "skill", "run", m.example("calculator"))
 		if res.code != 0 || !strings.Contains(res.stdout, `"result":2`) {
 			t.Errorf("stdin\n%s", res)
 		}
 		f := filepath.Join(m.tmp, "in.json")
 		os.WriteFile(f, []byte(`{"expression": "2+2"}`), 0o644)
-		res = m.run(t, "", "skill", "run", "--input-file", f, example("calculator"))
+		res = m.run(t, "", "skill", "run", "--input-file", f, m.example("calculator"))
 		os.Remove(f)
 		if res.code != 0 || !strings.Contains(res.stdout, `"result":4`) {
 			t.Errorf("input file\n%s", res)
 		}
-		res = m.run(t, "", "skill", "run", "--format", "text", "--input", `{"expression": "3+3"}`, example("calculator"))
+		res = m.run(t, "", "skill", "run", "--format", "text", "--input", `{"expression": "3+3"}`, m.example("calculator"))
 		if res.code != 0 || !strings.HasPrefix(res.stdout, "calculator: ok, exit 0") || !strings.Contains(res.stdout, `output: {"expression":"3+3","result":6}`) {
 			t.Errorf("text format\n%s", res)
 		}

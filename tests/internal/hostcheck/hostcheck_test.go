@@ -3,7 +3,10 @@
 package hostcheck
 
 import (
+	"os"
 	"os/exec"
+	"os/user"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,5 +46,89 @@ func TestProcsWithArg(t *testing.T) {
 	}
 	if got := ProcsWithArg([]string{"marker-" + strings.Repeat("z", 8)}); len(got) != 0 {
 		t.Errorf("a substring matched: %v", got)
+	}
+}
+
+// TestStage: what nobody cannot reach (a folder mode 0700) is copied where
+// it can, checked as nobody by the kernel; what it reaches is used as is;
+// Remove deletes the copies.
+func TestStage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: needs root (runs runuser -u nobody)")
+	}
+	if _, err := exec.LookPath("runuser"); err != nil {
+		t.Skipf("skipped: %v", err)
+	}
+	if _, err := user.Lookup("nobody"); err != nil {
+		t.Skipf("skipped: no user nobody: %v", err)
+	}
+	// t.TempDir's own parent is 0700: the stage goes beside it.
+	base, err := os.MkdirTemp("", "stage-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(StageDirEnv, base)
+	closed := t.TempDir() // 0700
+	bin := filepath.Join(closed, "skillrun")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho staged\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	skill := filepath.Join(closed, "examples", "skills", "x")
+	if err := os.MkdirAll(filepath.Join(skill, "scripts"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, mode := range map[string]os.FileMode{"SKILL.md": 0o600, "scripts/main.py": 0o700} {
+		if err := os.WriteFile(filepath.Join(skill, name), []byte(name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CanExec("nobody", bin); err == nil {
+		t.Fatalf("nobody can execute %s in a 0700 folder", bin)
+	}
+	var s Stage
+	defer s.Remove()
+	c, err := s.Exec("nobody", bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == bin || filepath.Base(c) != "skillrun" || !strings.HasPrefix(c, base+"/") {
+		t.Errorf("copy of %s: %s", bin, c)
+	}
+	if out, err := exec.Command("runuser", "-u", "nobody", "--", c).CombinedOutput(); err != nil || string(out) != "staged\n" {
+		t.Errorf("nobody runs the copy: %q %v", out, err)
+	}
+	if again, _ := s.Exec("nobody", bin); again != c {
+		t.Errorf("second Exec copied again: %s, then %s", c, again)
+	}
+	data, err := s.Read("nobody", closed, "examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CanRead("nobody", filepath.Join(data, "examples")); err != nil {
+		t.Error(err)
+	}
+	if fi, err := os.Stat(filepath.Join(data, "examples", "skills", "x", "scripts", "main.py")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("copied script: %v %v", fi, err)
+	}
+	for _, reach := range []string{"/bin/sh", "/usr/bin/env"} {
+		if got, err := s.Exec("nobody", reach); got != reach || err != nil {
+			t.Errorf("Exec(%s) = %s, %v: want it as is", reach, got, err)
+		}
+	}
+	top := s.Dir()
+	s.Remove()
+	if _, err := os.Stat(top); err == nil {
+		t.Errorf("%s left after Remove", top)
+	}
+	// A stage folder the user cannot enter is an error that says so.
+	if err := os.Chmod(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Exec("nobody", bin); err == nil || !strings.Contains(err.Error(), StageDirEnv) {
+		t.Errorf("stage in a closed folder: %v", err)
 	}
 }
