@@ -262,9 +262,52 @@ func commandArgv(raw json.RawMessage) ([]string, error) {
 		if strings.TrimSpace(line) == "" {
 			return nil, errors.New("command: empty")
 		}
+		if words, ok := plainWords(line); ok {
+			// No shell syntax: the same command as an array (a script
+			// path in it is then found in the skill as for skill exec).
+			return words, nil
+		}
 		return []string{"sh", "-c", line}, nil
 	}
 	return nil, errors.New("command: must be an array of strings or a string")
+}
+
+// plainWords splits a command line that uses no shell syntax but
+// blanks and quotes ('...' and "..." without $, ` or \ inside) into its
+// words, as sh would; ok is false for anything else (sh -c runs it).
+func plainWords(line string) (words []string, ok bool) {
+	var w strings.Builder
+	in := false // inside a word
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if in {
+				words, in = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(line[i+1:], c)
+			if j < 0 {
+				return nil, false
+			}
+			q := line[i+1 : i+1+j]
+			if c == '"' && strings.ContainsAny(q, "$`\\") {
+				return nil, false
+			}
+			w.WriteString(q)
+			in, i = true, i+1+j
+		case strings.IndexByte("$`\\|&;<>(){}*?[]~!#\n\r", c) >= 0:
+			return nil, false
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, len(words) > 0
 }
 
 // commandResult is the tool result of a command: for the model, the

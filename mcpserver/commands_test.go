@@ -92,8 +92,8 @@ func TestRunCommandSessions(t *testing.T) {
 		t.Errorf("session b reads a's file: %s", text(r))
 	}
 	// The skill's sandbox: the workspace is the working directory.
-	r = callJSON(t, b, RunCommandTool, map[string]any{"skill": "calculator", "command": "ls -l"})
-	if r.IsError || !strings.Contains(text(r), "ran sh -c ls -l in /workspace") {
+	r = callJSON(t, b, RunCommandTool, map[string]any{"skill": "calculator", "command": "ls -l || true"})
+	if r.IsError || !strings.Contains(text(r), "ran sh -c ls -l || true in /workspace") {
 		t.Errorf("run_command in calculator's sandbox: %s", text(r))
 	}
 	// stdin reaches the command.
@@ -239,5 +239,32 @@ func TestReservedToolNames(t *testing.T) {
 	defer s2.Close()
 	if len(s2.Tools()) != 1 {
 		t.Errorf("without commands: tools %v, warnings %v", s2.Tools(), s2.Warnings())
+	}
+}
+
+// TestPlainWords: a command string without shell syntax becomes its
+// words (sh's splitting and quotes); anything else goes to sh -c.
+func TestPlainWords(t *testing.T) {
+	for in, want := range map[string]string{
+		"python3 scripts/x.py a.csv out.json": "python3|scripts/x.py|a.csv|out.json",
+		"  ls   -l  ":                         "ls|-l",
+		`render --title "Q3 Sales" 'a b'`:     "render|--title|Q3 Sales|a b",
+		`echo "it's"`:                         "echo|it's",
+		`x ""`:                                "x|",
+		"echo $HOME":                          "",
+		"a | b":                               "",
+		"a; b":                                "",
+		"ls *.csv":                            "",
+		`echo "$x"`:                           "",
+		`echo 'unterminated`:                  "",
+		"a && b":                              "",
+		"echo `id`":                           "",
+		"cat <in":                             "",
+		"a\\ b":                               "",
+	} {
+		words, ok := plainWords(in)
+		if got := strings.Join(words, "|"); ok != (want != "") || got != want {
+			t.Errorf("plainWords(%q) = %q, %v; want %q", in, got, ok, want)
+		}
 	}
 }

@@ -83,7 +83,7 @@ const tabulateStandIn = `def tabulate(rows, headers=(), tablefmt="github"):
 // The outputs are checked on the host.
 func TestSkillExecScripts(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		sk := example("table-report")
+		sk := m.example("table-report")
 		ws := workspace(t, m, map[string]string{"sales.csv": salesCSV})
 		// scripts/requirements.txt names tabulate: the loopback index
 		// serves a stand-in wheel of it (no PyPI here).
@@ -151,7 +151,7 @@ func TestSkillExecScripts(t *testing.T) {
 // resources).
 func TestInstructionOnlySkill(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		sk := example("release-notes")
+		sk := m.example("release-notes")
 		if res := m.run(t, "", "skill", "validate", sk); res.code != 0 || !strings.Contains(res.stdout, "no entry point") {
 			t.Fatalf("validate\n%s", res)
 		}
@@ -196,7 +196,7 @@ func TestInstructionOnlySkill(t *testing.T) {
 // naming the flag). Nothing is left behind.
 func TestExecBadInput(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		sk := example("release-notes")
+		sk := m.example("release-notes")
 		r, res := m.execJSON(t, 3, "", "skill", "exec", sk, "--", "no-such-command-x", "arg")
 		if r.ExitCode != 127 || r.Error != "command not found: no-such-command-x" {
 			t.Fatalf("want 127 and the command named\n%s", res)

@@ -1,0 +1,240 @@
+//go:build integration
+
+package skills_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// commandCall is a run_command, write_file or read_file result.
+type commandCall struct {
+	r     *mcp.CallToolResult
+	res   execResult
+	files []struct {
+		Path string `json:"path"`
+		Size int64  `json:"size"`
+	}
+}
+
+func callCommandTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) commandCall {
+	t.Helper()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("call %s %v: %v", name, args, err)
+	}
+	c := commandCall{r: r}
+	if name == "run_command" && r.StructuredContent != nil {
+		b, _ := json.Marshal(r.StructuredContent)
+		var files struct {
+			Files []struct {
+				Path string `json:"path"`
+				Size int64  `json:"size"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(b, &c.res); err != nil || json.Unmarshal(b, &files) != nil {
+			t.Fatalf("structured content of %s: %v", name, err)
+		}
+		c.files = files.Files
+	}
+	return c
+}
+
+func (c commandCall) text() string {
+	var b strings.Builder
+	for _, x := range c.r.Content {
+		if tc, ok := x.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// workspaceRoot is a folder for --workspace-root the mode's server owns.
+func workspaceRoot(t *testing.T, m *mode) string {
+	dir, err := os.MkdirTemp("", "skillrun-ws-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o711)
+	if m.user != nil {
+		os.Chown(dir, m.uid, m.gid)
+	}
+	return dir
+}
+
+func entries(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestMCPCommandsAgentFlow: an Agent-Skills-style skill used over MCP as
+// an agent uses it, with the SDK's client over stdio: read SKILL.md, write
+// an input file, run the skill's scripts with arguments, read the output
+// back; a symlink planted by a command is not followed by read_file; the
+// session's workspace is gone when the session ends. Checked on the host.
+func TestMCPCommandsAgentFlow(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ix := newPyIndex(t)
+		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+		root := workspaceRoot(t, m)
+		cs := m.mcpServe(t, "--watch", "0", "--workspace-root", root, "--env-cache", envCache(t, m), "--pip-index-url", ix.url())
+		ctx := context.Background()
+
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://table-report/SKILL.md"})
+		if err != nil || !strings.Contains(rr.Contents[0].Text, "scripts/csv_to_json.py") {
+			t.Fatalf("read SKILL.md: %v", err)
+		}
+		if c := callCommandTool(t, ctx, cs, "write_file", map[string]any{"path": "data/sales.csv", "content": salesCSV}); c.r.IsError {
+			t.Fatalf("write_file: %s", c.text())
+		}
+		c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"skill": "table-report",
+			"command": []string{"python3", "scripts/csv_to_json.py", "data/sales.csv", "rows.json"}})
+		if c.r.IsError || !c.res.OK || len(c.files) != 1 || c.files[0].Path != "rows.json" {
+			t.Fatalf("run csv_to_json: %s", c.text())
+		}
+		if len(c.text()) > 300 || !strings.HasPrefix(c.text(), "3 rows written to rows.json\n[exit 0") {
+			t.Errorf("text block %q: want the output and a one-line status", c.text())
+		}
+		c = callCommandTool(t, ctx, cs, "run_command", map[string]any{"skill": "table-report",
+			"command": "python3 scripts/render_table.py rows.json report.md --column amount --title Sales"})
+		if c.r.IsError {
+			t.Fatalf("run render_table: %s", c.text())
+		}
+		c = callCommandTool(t, ctx, cs, "read_file", map[string]any{"path": "report.md"})
+		if c.r.IsError || !strings.HasPrefix(c.text(), "# Sales\n") {
+			t.Fatalf("read_file report.md: %s", c.text())
+		}
+		sessions := entries(root)
+		if len(sessions) != 1 {
+			t.Fatalf("want one session workspace, got %v", sessions)
+		}
+		host, err := os.ReadFile(filepath.Join(root, sessions[0], "report.md"))
+		if err != nil || !strings.Contains(string(host), "total 400") {
+			t.Fatalf("report.md on the host: %v %q", err, host)
+		}
+
+		// A command plants symlinks; read_file does not follow them.
+		callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": "ln -s /etc/passwd leak; ln -s / root"})
+		passwd, _ := os.ReadFile("/etc/passwd")
+		for _, p := range []string{"leak", "root/etc/passwd"} {
+			c := callCommandTool(t, ctx, cs, "read_file", map[string]any{"path": p})
+			if !c.r.IsError || strings.Contains(c.text(), strings.SplitN(string(passwd), "\n", 2)[0]) {
+				t.Errorf("read_file %q followed a planted symlink: %s", p, c.text())
+			}
+		}
+
+		// Cancel a command mid-run: its sandbox goes.
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sleep 30"}})
+			done <- err
+		}()
+		m.waitContainers(t, "sandbox", 1)
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+		<-done
+		sandboxes := func() (out []string) {
+			for _, e := range entries(filepath.Join(m.tmp, "state")) {
+				if strings.HasPrefix(e, "skill-sandbox-") { // the warm pools' are the skills'
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		for deadline := time.Now().Add(15 * time.Second); len(sandboxes()) != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the cancelled command's sandbox is still there: %v", sandboxes())
+			}
+		}
+
+		// The session ends: its workspace goes.
+		cs.Close()
+		for deadline := time.Now().Add(10 * time.Second); len(entries(root)) != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the session's workspace stayed: %v", entries(root))
+			}
+		}
+	})
+}
+
+// TestMCPCommandsHTTPSessions: two HTTP sessions writing the same file
+// name each read back their own; a command of one cannot read the
+// other's workspace (a canary there, checked from the host); SIGTERM of
+// the server removes every session's workspace and sandbox.
+func TestMCPCommandsHTTPSessions(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		root := workspaceRoot(t, m)
+		rec := m.recordIDs()
+		url, cmd := m.serveHTTP(t, "--watch", "0", "--workspace-root", root)
+		ctx := context.Background()
+		var cs [2]*mcp.ClientSession
+		for i := range cs {
+			c, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs[i] = c
+			if c := callCommandTool(t, ctx, c, "write_file", map[string]any{"path": "same.txt", "content": []string{"session A", "session B"}[i]}); c.r.IsError {
+				t.Fatalf("write_file: %s", c.text())
+			}
+		}
+		for i, want := range []string{"session A", "session B"} {
+			if c := callCommandTool(t, ctx, cs[i], "read_file", map[string]any{"path": "same.txt"}); c.text() != want {
+				t.Errorf("session %d reads %q, want %q", i, c.text(), want)
+			}
+		}
+		dirs := entries(root)
+		if len(dirs) != 2 {
+			t.Fatalf("want two session workspaces, got %v", dirs)
+		}
+		var bDir string
+		for _, d := range dirs {
+			if b, _ := os.ReadFile(filepath.Join(root, d, "same.txt")); string(b) == "session B" {
+				bDir = filepath.Join(root, d)
+			}
+		}
+		canary := "canary-" + filepath.Base(bDir)
+		if err := os.WriteFile(filepath.Join(bDir, "canary.txt"), []byte(canary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		probe := "cat " + filepath.Join(bDir, "canary.txt") + " ../*/canary.txt /workspace/../*/canary.txt 2>&1; find / -name canary.txt 2>/dev/null; echo done"
+		c := callCommandTool(t, ctx, cs[0], "run_command", map[string]any{"command": probe})
+		if !strings.Contains(c.text(), "done") {
+			t.Fatalf("probe did not run: %s", c.text())
+		}
+		if strings.Contains(c.text(), canary) || strings.Contains(string(c.res.Output), canary) {
+			t.Errorf("LEAK: session A's command read session B's workspace: %s", c.text())
+		}
+		// SIGTERM: every workspace and sandbox goes.
+		if err := syscall.Kill(m.serverPid(cmd), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the server did not exit on SIGTERM")
+		}
+		if left := entries(root); len(left) != 0 {
+			t.Errorf("session workspaces left after SIGTERM: %v", left)
+		}
+		m.assertClean(t)
+		m.assertNoHostLeftovers(t, rec.finish())
+	})
+}
