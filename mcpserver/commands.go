@@ -227,13 +227,29 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := s.checkQuota(se, 0); err != nil {
 		return fail(&runner.InputError{Err: err})
 	}
-	var stdin io.Reader
+	var stdin []byte
 	if in.Stdin != nil {
-		stdin = strings.NewReader(*in.Stdin)
+		stdin = []byte(*in.Stdin)
 	}
-	opts.Exec = &runner.Exec{Exec: spec.Exec{Args: argv, Cwd: in.Cwd}, Stdin: stdin}
 	before, _, _ := scan(se.dir)
-	res, err := runner.Run(ctx, s.opts.Runtime, sk, nil, opts)
+	var res *runner.Result
+	// A warm sandbox of the session's (a call that narrows the timeout
+	// runs cold: the warm ones have the operator's).
+	if in.TimeoutS == nil {
+		p := s.commandPool(se, sk, opts)
+		if m := p.takeIfAny(); m != nil {
+			call.Warm = true
+			res, err = m.sb.CallCommand(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
+			go p.release(m)
+			if (errors.Is(err, runner.ErrSandboxEnded) || errors.Is(err, runner.ErrNotWarm)) && ctx.Err() == nil {
+				res, err, call.Warm = nil, nil, false // nothing ran: run cold
+			}
+		}
+	}
+	if res == nil && err == nil {
+		opts.Exec = &runner.Exec{Exec: spec.Exec{Args: argv, Cwd: in.Cwd}, Stdin: bytes.NewReader(stdin)}
+		res, err = runner.Run(ctx, s.opts.Runtime, sk, nil, opts)
+	}
 	call.Result, call.Err = res, err
 	if err != nil {
 		if runner.IsInputError(err) {

@@ -62,11 +62,11 @@ func (m *member) destroy() {
 }
 
 // newPool starts the refill loop of a pool for sk.
-func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string)) *pool {
+func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry) *pool {
 	if maxAge <= 0 {
 		maxAge = DefaultPoolMaxAge
 	}
-	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn,
+	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn, when: when,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.refill()

@@ -303,7 +303,7 @@ func (s *Server) sync() []string {
 			drain = append(drain, old.pool)
 		}
 		if n.tool != nil && s.opts.Pool > 0 && poolable(n.skill) {
-			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn)
+			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, runner.EntryAtLaunch)
 			now[name] = n
 		}
 		if n.tool != nil {
@@ -335,9 +335,18 @@ func (s *Server) close() {
 	s.calls.Wait()
 	s.mu.Lock()
 	pools := append([]*pool(nil), s.retired...)
-	sessions := make([]*session, 0, len(s.sessions))
+	type ended struct {
+		se    *session
+		pools []*pool
+	}
+	sessions := make([]ended, 0, len(s.sessions))
 	for ss, se := range s.sessions {
-		sessions = append(sessions, se)
+		e := ended{se: se}
+		for _, p := range se.pools {
+			e.pools = append(e.pools, p)
+		}
+		se.pools = nil
+		sessions = append(sessions, e)
 		delete(s.sessions, ss)
 	}
 	for _, n := range s.served {
@@ -352,8 +361,8 @@ func (s *Server) close() {
 	for _, p := range pools {
 		p.wait()
 	}
-	for _, se := range sessions {
-		s.removeWorkspace(se)
+	for _, e := range sessions {
+		s.endSessionState(e.se, e.pools)
 	}
 }
 

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrun/skillrun/runner"
+	"github.com/skillrun/skillrun/spec"
 )
 
 // Defaults of the per-session workspace bounds (Options).
@@ -41,6 +44,10 @@ type session struct {
 	// owner is the workspace's owner, given to the files write_file makes
 	// (-1: keep the server's).
 	owner [2]int
+	// pools are the session's warm command sandboxes, per skill
+	// (spec.BareName: without one); guarded by Server.mu. They are the
+	// session's: its workspace is bound in them at launch.
+	pools map[string]*pool
 }
 
 // errTooManySessions refuses a session beyond Options.MaxSessions.
@@ -108,16 +115,54 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	se, ok := s.sessions[ss]
 	delete(s.sessions, ss)
+	var pools []*pool
+	if ok {
+		for _, p := range se.pools {
+			pools = append(pools, p)
+		}
+		se.pools = nil
+	}
 	s.mu.Unlock()
 	if ok {
-		s.removeWorkspace(se)
+		s.endSessionState(se, pools)
 	}
 }
 
-func (s *Server) removeWorkspace(se *session) {
+// endSessionState destroys a session's warm sandboxes, then its
+// workspace (unless KeepWorkspaces).
+func (s *Server) endSessionState(se *session, pools []*pool) {
+	for _, p := range pools {
+		p.close()
+	}
+	for _, p := range pools {
+		p.wait()
+	}
 	if se.own && !s.opts.KeepWorkspaces {
 		_ = os.RemoveAll(se.dir)
 	}
+}
+
+// commandPool returns the session's pool of warm command sandboxes of sk
+// (made at its first use), or nil without pools.
+func (s *Server) commandPool(se *session, sk *spec.Skill, opts runner.Options) *pool {
+	if s.opts.Pool <= 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if p, ok := se.pools[sk.Name]; ok {
+		return p
+	}
+	if se.pools == nil {
+		se.pools = map[string]*pool{}
+	}
+	opts.Exec = &runner.Exec{}
+	p := newPool(s.opts.Runtime, sk, opts, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, runner.EntryCommand)
+	se.pools[sk.Name] = p
+	return p
 }
 
 func (s *Server) maxSessions() int {

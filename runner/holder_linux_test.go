@@ -144,3 +144,34 @@ func TestHolderStatus(t *testing.T) {
 		}
 	}
 }
+
+// Command mode: nothing runs before the command line; the line (quoted
+// by shellQuote, working directory first) replaces the holder's own
+// command, whatever quotes and shell syntax its words hold; the input
+// follows.
+func TestHolderCommandMode(t *testing.T) {
+	h := startHolder(t, "cmd", `echo > "$DIR/placeholder-ran"`)
+	time.Sleep(200 * time.Millisecond)
+	if h.exists("placeholder-ran") {
+		t.Fatal("something ran before the command")
+	}
+	words := []string{h.dir, "/bin/sh", "-c", `x=$(cat); printf '%s|%s|%s|%s' "$PWD" "$1" "$2" "$x"`, "sh", "it's $HOME; `id`", "a b"}
+	h.ctlW.Write([]byte(shellQuote(words) + "\n"))
+	h.stdinW.Write([]byte("in"))
+	h.stdinW.Close()
+	h.ctlW.Write([]byte("e\n"))
+	h.ctlW.Close()
+	want := h.dir + "|it's $HOME; `id`|a b|in"
+	if code := h.wait(t); code != 0 || h.out.String() != want || h.exists("placeholder-ran") {
+		t.Errorf("exit %d, output %q, want %q", code, h.out.String(), want)
+	}
+	// A working directory that does not exist: 126, nothing ran.
+	h = startHolder(t, "cmd", `true`)
+	h.ctlW.Write([]byte(shellQuote([]string{"/nonexistent", "/bin/sh", "-c", `echo > "$DIR/ran"`}) + "\n"))
+	h.stdinW.Close()
+	h.ctlW.Write([]byte("e\n"))
+	h.ctlW.Close()
+	if code := h.wait(t); code != 126 || h.exists("ran") {
+		t.Errorf("missing cwd: exit %d", code)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,9 @@ import (
 // through their context, then Close.
 type Sandbox struct {
 	c *container
+	// cmdPrefix is what goes in front of an EntryCommand sandbox's
+	// command (the rlimit wrapper, the exec shell).
+	cmdPrefix []string
 
 	when      StartEntry
 	exited    chan error // the wait's error, once the process exited
@@ -69,9 +73,14 @@ const (
 	EntryAtLaunch StartEntry = iota
 	// EntryAtCall starts it when the call comes (the container is ready).
 	EntryAtCall
+	// EntryCommand: the sandbox waits for a command (CallCommand), not
+	// for the skill's entry point: a warm `skill exec`.
+	EntryCommand
 )
 
-// The input holder (see Sandbox). $1 is "launch" or "call". fd 3 is its
+// The input holder (see Sandbox). $1 is "launch", "call" or "cmd" (the
+// control pipe's first line is then the working directory and the command
+// line, shell-quoted by CallCommand: they replace the holder's own "$@"). fd 3 is its
 // copy of the stdin pipe's write end, fd 4 tells the launcher it is in
 // place ("r"), fd 5 is the control pipe ("g": start the entry point, "e":
 // the input is complete). The entry point gets the pipe as stdin (kept on
@@ -84,6 +93,7 @@ const (
 	holderScript = `exec 6<&0 0</dev/null
 m=$1; shift
 if [ "$m" = call ]; then printf r >&4; exec 4>&-; IFS= read -r g <&5 || exit 125; fi
+if [ "$m" = cmd ]; then printf r >&4; exec 4>&-; IFS= read -r g <&5 || exit 125; eval "set -- $g"; cd "$1" || exit 126; shift; fi
 "$@" <&6 6<&- 5<&- 4>&- 3>&- &
 p=$!
 exec 6<&-
@@ -106,20 +116,89 @@ var ErrSandboxEnded = errors.New("the warm sandbox ended before its call")
 // policy refusal is returned as a Result (StoppedReason "policy"), not a
 // Sandbox. Skills in input mode argv, and opts.Command, are refused with
 // ErrArgvInput (they run cold only).
+//
+// With EntryCommand the sandbox is a skill exec's (opts.Exec gives the
+// working directory and stdin is the call's; its Args are ignored): it
+// waits for the command CallCommand sends.
 func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options, when StartEntry) (*Sandbox, *Result, error) {
-	if sk.Input.Mode == spec.InputArgv || opts.Command != nil || opts.Exec != nil || !sk.HasEntry() {
+	switch {
+	case when == EntryCommand:
+		x := Exec{}
+		if opts.Exec != nil {
+			x = *opts.Exec
+		}
+		x.Args = []string{commandPlaceholder}
+		opts.Exec = &x
+	case sk.Input.Mode == spec.InputArgv || opts.Command != nil || opts.Exec != nil || !sk.HasEntry():
 		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
 	}
 	c, res, err := newContainer(ctx, rt, sk, nil, opts, true)
 	if c == nil {
 		return nil, res, err
 	}
+	sb := &Sandbox{c: c, when: when}
 	mode := "launch"
-	if when == EntryAtCall {
+	switch when {
+	case EntryAtCall:
 		mode = "call"
+	case EntryCommand:
+		mode = "cmd"
+		// The command line before the placeholder: the rlimit wrapper
+		// and the exec shell, kept in front of every command.
+		sb.cmdPrefix = c.sp.Process.Args[:len(c.sp.Process.Args)-1]
 	}
 	c.sp.Process.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder", mode}, c.sp.Process.Args...)
-	return &Sandbox{c: c, when: when}, nil, nil
+	return sb, nil, nil
+}
+
+// commandPlaceholder stands for the command of an EntryCommand sandbox
+// in its spec (the holder replaces it).
+const commandPlaceholder = "true"
+
+// ErrNotWarm is returned by CallCommand for a command it cannot send to
+// a waiting sandbox (a newline in an argument): run it cold.
+var ErrNotWarm = errors.New("the command cannot be sent to a warm sandbox")
+
+// CallCommand runs e (its Args, in its Cwd or the sandbox's default) in
+// a sandbox prepared with EntryCommand and launched, with stdin as its
+// input, as Run with opts.Exec would: scripts resolved in the skill,
+// the same result. See Call for the clock, ctx and the answer.
+func (s *Sandbox) CallCommand(ctx context.Context, e spec.Exec, stdin []byte) (*Result, error) {
+	c := s.c
+	if s.when != EntryCommand {
+		return nil, errors.New("sandbox: not prepared for commands")
+	}
+	if len(e.Args) == 0 {
+		return nil, &InputError{Err: errors.New("command: empty")}
+	}
+	args, note := resolveScript(c.plan.sk, c.plan.policy.Workspace, e)
+	cwd := e.Cwd
+	if cwd == "" {
+		cwd = c.plan.policy.Cwd
+	} else if err := spec.CheckExecCwd(c.plan.sk, c.plan.policy, cwd); err != nil {
+		return nil, &InputError{Err: err}
+	}
+	words := append(append([]string{cwd}, s.cmdPrefix...), args...)
+	for _, w := range words {
+		if strings.ContainsAny(w, "\n\x00") {
+			return nil, ErrNotWarm
+		}
+	}
+	c.plan.exec = &spec.Exec{Args: args, Cwd: cwd}
+	c.base.Command, c.base.Cwd, c.base.Notes = args, cwd, nil
+	if note != "" {
+		c.base.Notes = []string{note}
+	}
+	return s.call(ctx, []byte(shellQuote(words)+"\n"), stdin)
+}
+
+// shellQuote quotes words for the holder's eval: each in single quotes.
+func shellQuote(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
 
 // EntryEnded reports whether a launched sandbox's entry point has ended
@@ -230,12 +309,28 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 // "interrupted: ..."). Call answers once the entry point has exited;
 // the container's deletion may still be going on (Close waits for it).
 func (s *Sandbox) Call(ctx context.Context, in *Input) (*Result, error) {
+	if s.when == EntryCommand {
+		return nil, errors.New("sandbox: prepared for commands (CallCommand)")
+	}
+	return s.call(ctx, first(s.when), in.data)
+}
+
+// first is the control pipe's first line in mode when (nil: none).
+func first(when StartEntry) []byte {
+	if when == EntryAtCall {
+		return []byte("g\n")
+	}
+	return nil
+}
+
+// call starts the waiting entry point or command (the control line
+// first, when set), writes its input and returns its result.
+func (s *Sandbox) call(ctx context.Context, first, input []byte) (*Result, error) {
 	c := s.c
 	if !s.launched || s.called {
 		return nil, errors.New("sandbox: not launched, or already called")
 	}
 	s.called = true
-	input := in.data
 	select {
 	case <-c.done:
 		return nil, fmt.Errorf("run skill %q: %w (status %d, %v)", c.plan.sk.Name, ErrSandboxEnded, c.status, c.runErr)
@@ -252,8 +347,8 @@ func (s *Sandbox) Call(ctx context.Context, in *Input) (*Result, error) {
 	go func() {
 		defer close(s.wrote)
 		defer s.ctlW.Close() // without "e": the holder kills the sandbox
-		if s.when == EntryAtCall {
-			if _, err := s.ctlW.Write([]byte("g\n")); err != nil {
+		if first != nil {
+			if _, err := s.ctlW.Write(first); err != nil {
 				return
 			}
 		}

@@ -67,6 +67,13 @@ func execCwd(s *Skill, p *Policy, e *Exec) (string, error) {
 	return c, nil
 }
 
+// CheckExecCwd checks a command's working directory cwd against the
+// sandbox's folders under policy p (see Exec.Cwd).
+func CheckExecCwd(s *Skill, p *Policy, cwd string) error {
+	_, err := execCwd(s, p, &Exec{Cwd: cwd})
+	return err
+}
+
 // execRunsNode reports whether the exec'd command is Node.js (its memory
 // fallback is RLIMIT_DATA: V8 reserves address space it never touches).
 func execRunsNode(e *Exec) bool {

@@ -91,7 +91,7 @@ func TestMCPCommandsAgentFlow(t *testing.T) {
 		ix := newPyIndex(t)
 		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
 		root := workspaceRoot(t, m)
-		cs := m.mcpServe(t, "--watch", "0", "--workspace-root", root, "--env-cache", envCache(t, m), "--pip-index-url", ix.url())
+		cs := m.mcpServe(t, "--watch", "0", "--pool", "0", "--workspace-root", root, "--env-cache", envCache(t, m), "--pip-index-url", ix.url())
 		ctx := context.Background()
 
 		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://table-report/SKILL.md"})
@@ -236,5 +236,43 @@ func TestMCPCommandsHTTPSessions(t *testing.T) {
 		}
 		m.assertClean(t)
 		m.assertNoHostLeftovers(t, rec.finish())
+	})
+}
+
+// TestMCPCommandsWarm: after a session's first command, a sandbox of its
+// own waits for the next (--pool 1): the next command takes it (that
+// container ends with the call, checked on the host) and answers like a
+// cold one; a command that narrows its timeout runs cold.
+func TestMCPCommandsWarm(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		root := workspaceRoot(t, m)
+		cs := m.mcpServe(t, "--watch", "0", "--pool", "1", "--workspace-root", root)
+		ctx := context.Background()
+		callCommandTool(t, ctx, cs, "write_file", map[string]any{"path": "x.txt", "content": "warm"})
+		if c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": "cat x.txt"}); c.r.IsError {
+			t.Fatalf("cold command: %s", c.text())
+		}
+		waiting := m.waitContainers(t, "sandbox", 1)
+		time.Sleep(200 * time.Millisecond) // its holder files itself ready
+		c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": []string{"sh", "-c", "cat x.txt; pwd; cat"}, "stdin": "+in"})
+		if c.r.IsError || !strings.HasPrefix(c.text(), "warm/workspace\n+in\n[exit 0") {
+			t.Fatalf("warm command: %q", c.text())
+		}
+		for id := range waiting {
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(m.tmp, "state", id)); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the warm sandbox %s did not serve the command (still there)", id)
+				}
+			}
+		}
+		if c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": "no-such-cmd"}); c.res.ExitCode != 127 || !strings.Contains(c.text(), "command not found: no-such-cmd") {
+			t.Errorf("warm command not found: %s", c.text())
+		}
+		if c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": "sleep 5", "timeout_s": 0.5}); c.res.StoppedReason != "timeout" {
+			t.Errorf("narrowed timeout: %s", c.text())
+		}
 	})
 }
