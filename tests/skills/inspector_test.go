@@ -79,8 +79,10 @@ func TestMCPInspector(t *testing.T) {
 			names = append(names, x.(map[string]any)["name"].(string))
 		}
 		sort.Strings(names)
-		if strings.Join(names, ",") != strings.Join(examples, ",") {
-			t.Errorf("tools/list: %v", names)
+		want := append(append([]string(nil), examples...), "read_file", "run_command", "write_file")
+		sort.Strings(want)
+		if strings.Join(names, ",") != strings.Join(want, ",") {
+			t.Errorf("tools/list: %v, want %v", names, want)
 		}
 		m.assertClean(t)
 
@@ -95,9 +97,17 @@ func TestMCPInspector(t *testing.T) {
 		}
 		m.assertClean(t)
 
+		// A command in a skill's sandbox, as an agent using a skill runs it.
+		cmd := runInspector(t, m, "--method", "tools/call", "--tool-name", "run_command", "--tool-arg", "skill=release-notes", "--tool-arg", "command=head -n 1 references/style.md")
+		csc, _ := cmd["structuredContent"].(map[string]any)
+		if cmd["isError"] == true || csc["ok"] != true || csc["output"] != "# House style for release notes\n" || csc["cwd"] != "/skill" {
+			t.Errorf("tools/call run_command: %v", cmd)
+		}
+		m.assertClean(t)
+
 		sl := runInspector(t, m, "--method", "skills/list")
 		skills, _ := sl["skills"].([]any)
-		if len(skills) != len(examples) {
+		if len(skills) != len(allExamples) {
 			t.Fatalf("skills/list: %v", sl)
 		}
 		get := runInspector(t, m, "--method", "skills/get", "--uri", "skill://calculator/SKILL.md")
