@@ -130,11 +130,55 @@ func server(bin, dir, state string, env []string, pool int) (*mcp.ClientSession,
 		return nil, "", fmt.Errorf("mcp serve: %w", err)
 	}
 	lr, err := cs.ListTools(ctx, nil)
-	if err != nil || len(lr.Tools) != 1 {
-		cs.Close()
-		return nil, "", fmt.Errorf("mcp serve lists %v (%v), want one tool", lr, err)
+	var skills []string
+	if err == nil {
+		for _, t := range lr.Tools {
+			if t.Name != "run_command" && t.Name != "write_file" && t.Name != "read_file" {
+				skills = append(skills, t.Name)
+			}
+		}
 	}
-	return cs, lr.Tools[0].Name, nil
+	if len(skills) != 1 {
+		cs.Close()
+		return nil, "", fmt.Errorf("mcp serve lists %v (%v), want one skill tool", lr, err)
+	}
+	return cs, skills[0], nil
+}
+
+// pooledCommands counts the sandboxes waiting for a command: the input
+// holder (the container's init, in command mode) blocked reading its
+// control pipe, with no child yet.
+func pooledCommands(state string) int {
+	ents, _ := os.ReadDir(state)
+	n := 0
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(state, e.Name(), "state.json"))
+		var st struct {
+			Pid int `json:"init_process_pid"`
+		}
+		if err != nil || json.Unmarshal(b, &st) != nil || st.Pid <= 0 {
+			continue
+		}
+		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", st.Pid, st.Pid))
+		w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", st.Pid))
+		if strings.TrimSpace(string(kids)) == "" && strings.Contains(string(w), "pipe") {
+			n++
+		}
+	}
+	return n
+}
+
+// commandCaller runs the hello script with run_command in the skill's
+// sandbox.
+func commandCaller(cs *mcp.ClientSession, skill string) func() error {
+	return func() error {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command",
+			Arguments: map[string]any{"skill": skill, "command": []string{"python3", "scripts/main.py"}, "stdin": "{}"}})
+		if err == nil && r.IsError {
+			err = fmt.Errorf("tool error: %v", r.Content)
+		}
+		return err
+	}
 }
 
 // pooled counts the sandboxes of the state root that wait for a call:
@@ -204,6 +248,15 @@ func run(bin, dir, root string, n int) error {
 		}
 		return nil
 	}
+	coldExec := func() error {
+		c := exec.Command(bin, "--root", state, "skill", "exec", dir, "--", "python3", "scripts/main.py")
+		c.Env = env
+		c.Stdin = strings.NewReader("{}")
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("skill exec: %v: %s", err, out)
+		}
+		return nil
+	}
 	// Cold MCP: every call starts its sandbox.
 	cs0, name, err := server(bin, dir, state, env, 0)
 	if err != nil {
@@ -213,7 +266,8 @@ func run(bin, dir, root string, n int) error {
 	for _, c := range []struct {
 		name string
 		f    func() error
-	}{{"bare python3", py}, {"`skill run` (cold)", cold}, {"MCP tools/call, cold (`--pool 0`)", caller(cs0, name)}} {
+	}{{"bare python3", py}, {"`skill run` (cold)", cold}, {"MCP tools/call, cold (`--pool 0`)", caller(cs0, name)},
+		{"`skill exec` (cold)", coldExec}, {"MCP run_command, cold (`--pool 0`)", commandCaller(cs0, name)}} {
 		s, err := timeN(n, c.f)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -254,6 +308,31 @@ func run(bin, dir, root string, n int) error {
 		return fmt.Errorf("warm sustained: %w", err)
 	}
 	rows = append(rows, row{name: "MCP tools/call, warm (`--pool 2`, pool refilled before each call)", samples: ws, rate: sustained})
+	// Warm commands: the session's pool of command sandboxes (started by
+	// its first command), refilled before each timed call.
+	cmd := commandCaller(cs2, name)
+	var cws []time.Duration
+	for i := 0; i < n+3; i++ {
+		if i > 0 {
+			for deadline := time.Now().Add(30 * time.Second); pooledCommands(state) < 2; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("warm commands: the pool did not fill (have %d)", pooledCommands(state))
+				}
+			}
+		}
+		t := time.Now()
+		if err := cmd(); err != nil {
+			return fmt.Errorf("warm command: %w", err)
+		}
+		if i >= 3 {
+			cws = append(cws, time.Since(t))
+		}
+	}
+	cmdSustained, err := rate(max(100, n), cmd)
+	if err != nil {
+		return fmt.Errorf("warm commands sustained: %w", err)
+	}
+	rows = append(rows, row{name: "MCP run_command, warm (`--pool 2`, the session's pool refilled before each call)", samples: cws, rate: cmdSustained})
 	cs2.Close()
 
 	// Burst: a pool as large as the burst, full, then the burst at
@@ -290,5 +369,9 @@ func run(bin, dir, root string, n int) error {
 	fmt.Printf("- %s: warm p50 at least 3x faster than a cold `skill run` (%.1fx: %.1f ms vs %.1f ms)\n", verdict(cold50 >= 3*warm50), cold50/warm50, warm50, cold50)
 	fmt.Printf("- %s: at least 100 calls/s at concurrency 2, burst from a full pool (%.0f calls/s)\n", verdict(burstRate >= 100), burstRate)
 	fmt.Printf("- %s: at least 100 calls/s at concurrency 2, sustained with `--pool 2` (%.0f calls/s; one refill at a time per skill sets the pace)\n", verdict(sustained >= 100), sustained)
+	exec50, cmd50 := pct(rows[3].samples, .5), pct(cws, .5)
+	fmt.Printf("- %s: run_command warm p50 %.1f ms below bare python3's p50 %.1f ms\n", verdict(cmd50 < py50), cmd50, py50)
+	fmt.Printf("- %s: run_command warm p50 at least 3x faster than a cold `skill exec` (%.1fx: %.1f ms vs %.1f ms)\n", verdict(exec50 >= 3*cmd50), exec50/cmd50, cmd50, exec50)
+	fmt.Printf("- (context) sustained at concurrency 2: run_command warm %.0f calls/s, tools/call warm %.0f calls/s\n", cmdSustained, sustained)
 	return nil
 }
