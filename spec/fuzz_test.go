@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +47,12 @@ func FuzzParseSkillMD(f *testing.F) {
 		if len(errs) > 0 {
 			return
 		}
-		if s.Name != "demo" || strings.TrimSpace(s.Description) == "" {
+		if s.Name == "" || strings.TrimSpace(s.Description) == "" || checkName(s.Name) != nil {
 			t.Fatalf("parse succeeded with name %q description %q", s.Name, s.Description)
+		}
+		// Another name than the folder's is a warning naming the field.
+		if (s.Name != "demo") != slices.ContainsFunc(s.Warnings, func(w string) bool { return strings.HasPrefix(w, SkillFile+": name: ") }) {
+			t.Fatalf("name %q for folder demo: warnings %q", s.Name, s.Warnings)
 		}
 		// Round trip: write the parsed fields as front matter again.
 		fm := map[string]any{"name": s.Name, "description": s.Description}

@@ -91,7 +91,6 @@ func hostileSkills() []skillCase {
 		{"no front matter", withSkillMD(func(n string) string { return "# " + n + "\nno header\n" }), nil, []string{"SKILL.md", "front matter"}},
 		{"unclosed front matter", withSkillMD(func(n string) string { return "---\nname: " + n + "\ndescription: d\n" }), nil, []string{"SKILL.md", "not closed"}},
 		{"empty SKILL.md", withSkillMD(func(string) string { return "" }), nil, []string{"SKILL.md", "front matter"}},
-		{"name mismatch", withSkillMD(func(string) string { return skillMD("someone-else") }), nil, []string{"SKILL.md: name", "folder name"}},
 		{"name missing", withSkillMD(func(string) string { return "---\ndescription: d\n---\n" }), nil, []string{"SKILL.md: name: required"}},
 		{"name wrong type", withSkillMD(func(n string) string { return "---\nname: [" + n + "]\ndescription: d\n---\n" }), nil, []string{"SKILL.md", "line 2: name"}},
 		{"description wrong type", withSkillMD(func(n string) string { return "---\nname: " + n + "\ndescription: {a: 1}\n---\n" }), nil, []string{"SKILL.md", "description"}},
@@ -99,9 +98,6 @@ func hostileSkills() []skillCase {
 		{"huge front matter", withSkillMD(func(n string) string {
 			return "---\nname: " + n + "\ndescription: d\nx: " + strings.Repeat("a", 2<<20) + "\n---\n"
 		}), nil, []string{"SKILL.md", "limit"}},
-		{"huge description", withSkillMD(func(n string) string {
-			return "---\nname: " + n + "\ndescription: " + strings.Repeat("d", 5000) + "\n---\n"
-		}), nil, []string{"SKILL.md: description"}},
 		{"binary garbage", withSkillMD(func(string) string { return string(garbage) }), nil, []string{"SKILL.md"}},
 		{"binary in front matter", withSkillMD(func(n string) string {
 			return "---\nname: " + n + "\ndescription: " + strings.ReplaceAll(string(garbage[:300]), "\n", "") + "\n---\n"
@@ -152,6 +148,40 @@ func hostileSkills() []skillCase {
 // inspect, bundle and run: exit 2, one error line naming the file and
 // field, never blocking, nothing left behind. skill list of the parent
 // lists it (valid or not) and exits 0.
+// TestHostileSkillWarnings: deviations from the Agent Skills
+// specification that do not touch the sandbox (a name other than the
+// folder's, a description over 1024 characters) load with a one-line
+// warning naming the file and field; skill validate --strict refuses
+// them (exit 2).
+func TestHostileSkillWarnings(t *testing.T) {
+	t.Parallel()
+	forEachMode(t, func(t *testing.T, m *mode) {
+		for _, c := range []struct {
+			name  string
+			files func(name string) map[string]string
+			want  string
+		}{
+			{"name mismatch", withSkillMD(func(string) string { return skillMD("someone-else") }), `SKILL.md: name: "someone-else" does not match the folder name`},
+			{"huge description", withSkillMD(func(n string) string {
+				return "---\nname: " + n + "\ndescription: " + strings.Repeat("d", 5000) + "\n---\n"
+			}), "SKILL.md: description: 5000 characters, at most 1024"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				name := uniqueSkill("w")
+				dir := m.skill(t, nonName.ReplaceAllString(c.name, "_"), name, c.files(name))
+				res := m.run(t, opts{timeout: 20 * time.Second}, "skill", "validate", dir)
+				if res.code != 0 || !strings.Contains(res.stderr, "warning: "+c.want) || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
+					t.Errorf("validate: want exit 0 and one warning line\n%s", res)
+				}
+				res = m.run(t, opts{timeout: 20 * time.Second}, "skill", "validate", "--strict", dir)
+				if res.code != 2 || !strings.Contains(res.stderr, "error: "+c.want) {
+					t.Errorf("validate --strict: want exit 2 naming the field\n%s", res)
+				}
+			})
+		}
+	})
+}
+
 func TestHostileSkill(t *testing.T) {
 	t.Parallel()
 	forEachMode(t, func(t *testing.T, m *mode) {
