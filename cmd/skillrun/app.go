@@ -61,6 +61,9 @@ type env struct {
 	logToStderr bool
 	// closers run when the app returns (the --log file).
 	closers []io.Closer
+	// unknownCommand is set when the command line named no verb of ours
+	// (exit 1, as a usage error).
+	unknownCommand bool
 }
 
 // run executes the CLI and returns the process exit status.
@@ -80,7 +83,10 @@ func (e *env) run(args []string) int {
 	}()
 	app := e.newApp()
 	err := app.Run(reorderArgs(app, args))
-	return e.report(err)
+	if code := e.report(err); code != 0 || !e.unknownCommand {
+		return code
+	}
+	return 1
 }
 
 // report turns the final error into an exit status, logging it exactly once.
@@ -138,7 +144,7 @@ func (e *env) newApp() *cli.App {
 		Reader:               e.stdin,
 		Writer:               e.stdout,
 		ErrWriter:            e.stderr,
-		HideHelpCommand:      true,
+		HideHelpCommand:      false, // `skillrun help [VERB]`, as runc
 		EnableBashCompletion: false,
 		// Only main exits: errors come back from Run.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -154,7 +160,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			&cli.StringFlag{Name: "log", Usage: "set the log file to write skillrun logs to (default is '/dev/stderr')"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "set the log format ('text' (default), or 'json')"},
 			&cli.StringFlag{Name: "root", Value: defaultRoot(), Usage: "root directory for storage of container state (this should be located in tmpfs)"},
-			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "enable systemd cgroup support (not supported: an error when a container is created with it)"},
+			&cli.BoolFlag{Name: "systemd-cgroup", Usage: "manage the containers' cgroups through systemd (needs a running systemd reachable over D-Bus)"},
 			&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "ignore cgroup permission errors ('true', 'false', or 'auto')"},
 		},
 		Before: e.before,
@@ -182,6 +188,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error { return err },
 		CommandNotFound: func(c *cli.Context, name string) {
 			fmt.Fprintf(e.stderr, "skillrun: no such command %q (see skillrun --help)\n", name)
+			e.unknownCommand = true
 		},
 	}
 	cli.VersionPrinter = func(c *cli.Context) {

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/urfave/cli/v2"
 
 	"github.com/skillrun/skillrun/runner"
 	"github.com/skillrun/skillrun/runtime"
@@ -312,6 +314,45 @@ func TestExecHelp(t *testing.T) {
 		r := call(t, f, "", args...)
 		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("%v: want exit 2 and one line: %+v", args, r)
+		}
+	}
+}
+
+// TestEveryVerbHelp: every verb's and subcommand's --help (and `help
+// VERB`) prints that verb's own help and exits 0; an unknown verb exits 1.
+func TestEveryVerbHelp(t *testing.T) {
+	f := fake.New()
+	e := &env{}
+	var walk func(prefix []string, cmds []*cli.Command)
+	n := 0
+	walk = func(prefix []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.Hidden || c.Name == "help" {
+				continue
+			}
+			path := append(append([]string(nil), prefix...), c.Name)
+			n++
+			r := call(t, f, "", append(path, "--help")...)
+			want := "skillrun " + strings.Join(path, " ") + " - "
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				t.Errorf("%v --help: exit %d, want %q in\n%s", path, r.code, want, r.stdout)
+			}
+			if regexp.MustCompile(`\(default: [^)]*\) \(default:`).MatchString(r.stdout) {
+				t.Errorf("%v --help: a flag says its default twice:\n%s", path, r.stdout)
+			}
+			walk(path, c.Subcommands)
+		}
+	}
+	walk(nil, e.newApp().Commands)
+	if n < 20 {
+		t.Fatalf("only %d verbs walked", n)
+	}
+	if r := call(t, f, "", "help", "kill"); r.code != 0 || !strings.Contains(r.stdout, "skillrun kill - ") {
+		t.Errorf("help kill: %+v", r)
+	}
+	for _, args := range [][]string{{"nosuch"}, {"nosuch", "-h"}} {
+		if r := call(t, f, "", args...); r.code != 1 || !strings.Contains(r.stderr, `no such command "nosuch"`) {
+			t.Errorf("%v: %+v", args, r)
 		}
 	}
 }

@@ -27,7 +27,8 @@ func reorderArgs(app *cli.App, args []string) []string {
 		return reorderSkillArgs(app, args)
 	}
 	cmd := app.Command(args[i])
-	if cmd == nil || noReorder[cmd.Name] {
+	if cmd == nil || noReorder[cmd.Name] || len(cmd.Subcommands) > 0 {
+		// A verb family (mcp serve): its subcommand parses its own flags.
 		return args
 	}
 	var flags, rest []string

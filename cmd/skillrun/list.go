@@ -15,7 +15,7 @@ func listCommand(e *env) *cli.Command {
 		Aliases: []string{"ls"},
 		Usage:   "lists containers started by skillrun with the given root",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: `select one of: table or json (default: "table")`},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "select one of: table or json"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "display only container IDs"},
 		},
 		Action: func(c *cli.Context) error {

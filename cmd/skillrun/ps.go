@@ -17,7 +17,7 @@ func psCommand(e *env) *cli.Command {
 		Usage:     "ps displays the processes running inside a container",
 		ArgsUsage: "<container-id> [ps options]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: `select one of: table or json (default: "table")`},
+			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "table", Usage: "select one of: table or json"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, 1, -1); err != nil {
