@@ -334,30 +334,7 @@ func commandResult(r *CommandResult) *mcp.CallToolResult {
 		return toolError(fmt.Sprintf("encode result: %v", err))
 	}
 	var text strings.Builder
-	out := ""
-	switch o := r.Output.(type) {
-	case string:
-		out = o
-	case json.RawMessage:
-		out = string(o)
-	}
-	if !r.OK && r.Stderr != "" {
-		if out != "" && !strings.HasSuffix(out, "\n") {
-			out += "\n"
-		}
-		out += r.Stderr
-	}
-	if len(out) > textLimit {
-		cut := textLimit
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = out[:cut] + fmt.Sprintf("\n[... %d more bytes in structuredContent]", len(out)-cut)
-	}
-	text.WriteString(out)
-	if out != "" && !strings.HasSuffix(out, "\n") {
-		text.WriteByte('\n')
-	}
+	text.WriteString(briefOutput(r.Result))
 	status := fmt.Sprintf("[exit %d, %d ms", r.ExitCode, r.Usage.WallMS)
 	if r.StoppedReason != "" {
 		status += ", stopped: " + r.StoppedReason

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -511,18 +513,57 @@ func wantsWorkspace(sk *spec.Skill) bool {
 }
 
 // resultOf turns a skill result into a tool result: the envelope as
-// structured content and as JSON text (for clients that read only text),
-// with a one-line explanation first when the skill failed or was stopped.
+// structured content, and for the model a short text: a one-line
+// explanation first when the skill failed or was stopped, then its output
+// (its stderr's tail too when it failed), cut at textLimit, and a status
+// line.
 func resultOf(res *runner.Result) *mcp.CallToolResult {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return toolError(fmt.Sprintf("encode result of skill %q: %v", res.Skill, err))
 	}
-	out := &mcp.CallToolResult{StructuredContent: json.RawMessage(b), IsError: !res.OK}
+	var text strings.Builder
 	if !res.OK {
-		out.Content = append(out.Content, &mcp.TextContent{Text: failure(res)})
+		text.WriteString(failure(res) + "\n")
 	}
-	out.Content = append(out.Content, &mcp.TextContent{Text: string(b)})
+	text.WriteString(briefOutput(res))
+	fmt.Fprintf(&text, "[exit %d, %d ms]", res.ExitCode, res.Usage.WallMS)
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), IsError: !res.OK,
+		Content: []mcp.Content{&mcp.TextContent{Text: text.String()}}}
+}
+
+// briefOutput is a run's output for the model's text block: stdout (as
+// text, or compact JSON), the stderr tail when the run failed, cut at
+// textLimit; ends with a newline unless empty.
+func briefOutput(res *runner.Result) string {
+	out := ""
+	switch o := res.Output.(type) {
+	case string:
+		out = o
+	case json.RawMessage:
+		var c bytes.Buffer
+		if json.Compact(&c, o) == nil {
+			out = c.String()
+		} else {
+			out = string(o)
+		}
+	}
+	if !res.OK && res.Stderr != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += res.Stderr
+	}
+	if len(out) > textLimit {
+		cut := textLimit
+		for cut > 0 && !utf8.RuneStart(out[cut]) {
+			cut--
+		}
+		out = out[:cut] + fmt.Sprintf("\n[... %d more bytes in structuredContent]", len(out)-cut)
+	}
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -547,5 +548,31 @@ func TestObserveCalls(t *testing.T) {
 	}
 	if c := calls[1]; c.Outcome() != "bad_input" || c.Result != nil {
 		t.Errorf("bad input observed as %+v (outcome %q)", c, c.Outcome())
+	}
+}
+
+// TestCompactText: the text block a model reads is the skill's output and
+// one status line (the envelope is in structuredContent): a calculator
+// call's is under 200 characters; a failure starts with its one-line
+// reason and carries the stderr tail.
+func TestCompactText(t *testing.T) {
+	_, cs := connect(t, newFake(), runner.Options{})
+	ctx := context.Background()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "6*7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(r); !regexp.MustCompile(`^\{"result":"6\*7"\}\n\[exit 0, \d+ ms\]\n$`).MatchString(got) || len(got) >= 200 {
+		t.Errorf("text block %q", got)
+	}
+	if r.StructuredContent == nil || len(r.Content) != 1 {
+		t.Errorf("want the envelope in structuredContent and one text block: %+v", r)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "fail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(r); !r.IsError || !strings.HasPrefix(got, `skill "calculator" failed: exit code 1`+"\n") || !strings.Contains(got, "boom") {
+		t.Errorf("failure text %q", got)
 	}
 }
