@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -225,11 +226,80 @@ func yamlErrorIn(data []byte, err error) string {
 			prefix := fmt.Sprintf("line %d: ", line)
 			if rest := strings.TrimPrefix(e, prefix); !strings.HasPrefix(rest, "field ") {
 				e = prefix + paths[line] + ": " + rest
+			} else if m := unknownFieldRE.FindStringSubmatch(rest); m != nil {
+				e = prefix + unknownKey(paths[line], m[1], m[2])
 			}
 		}
 		msgs[i] = oneLine(e)
 	}
 	return strings.Join(msgs, "; ")
+}
+
+// unknownFieldRE is yaml.v3's unknown-key error: the key and the Go type.
+var unknownFieldRE = regexp.MustCompile(`^field (\S+) not found in type spec\.(\w+)$`)
+
+// manifestSections are the manifest's mappings by Go type, for errors.
+var manifestSections = map[string]reflect.Type{
+	"Manifest":             reflect.TypeFor[Manifest](),
+	"ManifestInput":        reflect.TypeFor[ManifestInput](),
+	"ManifestNetwork":      reflect.TypeFor[ManifestNetwork](),
+	"ManifestFilesystem":   reflect.TypeFor[ManifestFilesystem](),
+	"ManifestLimits":       reflect.TypeFor[ManifestLimits](),
+	"ManifestDependencies": reflect.TypeFor[ManifestDependencies](),
+}
+
+// unknownKey explains an unknown key at path (limits.memroy) of a
+// section whose Go type is typ: the valid keys and the nearest one.
+func unknownKey(path, key, typ string) string {
+	if path == "" {
+		path = key
+	}
+	t, ok := manifestSections[typ]
+	if !ok {
+		return path + ": unknown key"
+	}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	where := "the top-level keys"
+	if i := strings.LastIndex(path, "."); i >= 0 {
+		where = "the keys of " + path[:i]
+	}
+	msg := fmt.Sprintf("%s: unknown key; %s are %s", path, where, strings.Join(keys, ", "))
+	best, bestD := "", 3
+	for _, k := range keys {
+		if d := editDistance(strings.ToLower(key), k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return msg
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // keyPaths records, for each line of a YAML document, the dotted path of
