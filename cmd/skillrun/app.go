@@ -75,6 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (e *env) run(args []string) int {
 	e.log = logrus.New()
 	e.log.SetOutput(e.stderr)
+	e.log.SetFormatter(plainFormatter{})
 	e.logToStderr = true
 	defer func() {
 		for _, c := range e.closers {
@@ -105,7 +106,7 @@ func (e *env) report(err error) int {
 	msg := err.Error()
 	e.log.Error(msg)
 	if !e.logToStderr {
-		fmt.Fprintln(e.stderr, msg)
+		fmt.Fprintln(e.stderr, "skillrun: "+msg)
 	}
 	if ee != nil {
 		return ee.code
@@ -191,6 +192,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			e.unknownCommand = true
 		},
 	}
+	setUsageErrors(app.Commands, "", false)
 	cli.VersionPrinter = func(c *cli.Context) {
 		w := c.App.Writer
 		fmt.Fprintln(w, "skillrun version", c.App.Version)
@@ -206,19 +208,36 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 	return app
 }
 
+// skillFamilies are the verbs whose usage errors exit 2 (the skill
+// runner's documented code); the runtime verbs exit 1, as runc's.
+var skillFamilies = map[string]bool{"skill": true, "sandbox": true, "mcp": true}
+
+// setUsageErrors makes every command's flag errors one line naming the
+// verb and where its help is, without the whole help text, and hides the
+// help subcommand of verbs that have no subcommands.
+func setUsageErrors(cmds []*cli.Command, prefix string, skill bool) {
+	for _, c := range cmds {
+		code := 1
+		if skill || skillFamilies[c.Name] {
+			code = 2
+		}
+		name := strings.TrimSpace(prefix + " " + c.Name)
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return &exitError{code: code, err: fmt.Errorf("%s: %w (see skillrun %s --help)", name, err, name)}
+		}
+		if len(c.Subcommands) == 0 {
+			c.HideHelpCommand = true
+		}
+		setUsageErrors(c.Subcommands, name, code == 2)
+	}
+}
+
 // before configures logging from the global flags.
 func (e *env) before(c *cli.Context) error {
 	if c.Bool("debug") {
 		e.log.SetLevel(logrus.DebugLevel)
 	}
-	switch f := c.String("log-format"); f {
-	case "text", "":
-		e.log.SetFormatter(&logrus.TextFormatter{DisableColors: true})
-	case "json":
-		e.log.SetFormatter(&logrus.JSONFormatter{})
-	default:
-		return fmt.Errorf("invalid log-format: %q (want text or json)", f)
-	}
+	toFile := false
 	if p := c.String("log"); p != "" && p != "/dev/stderr" {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
 		if err != nil {
@@ -227,6 +246,17 @@ func (e *env) before(c *cli.Context) error {
 		e.closers = append(e.closers, f)
 		e.log.SetOutput(f)
 		e.logToStderr = false
+		toFile = true
+	}
+	switch f := c.String("log-format"); {
+	case f == "json":
+		e.log.SetFormatter(&logrus.JSONFormatter{})
+	case (f == "text" || f == "") && toFile:
+		e.log.SetFormatter(&logrus.TextFormatter{DisableColors: true})
+	case f == "text" || f == "":
+		e.log.SetFormatter(plainFormatter{})
+	default:
+		return fmt.Errorf("--log-format: %q is not text or json", f)
 	}
 	// libcontainer logs through logrus' standard logger (including what the
 	// container's init forwards); send it where ours goes.

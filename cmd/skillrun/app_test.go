@@ -356,3 +356,36 @@ func TestEveryVerbHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorLines: what a person sees for bad input: one plain line on
+// stderr ("skillrun: ..."), naming the flag, file or field, and the
+// documented exit code (golden).
+func TestErrorLines(t *testing.T) {
+	f := fake.New()
+	calc := filepath.Join("..", "..", "examples", "skills", "calculator")
+	bad := t.TempDir()
+	sk := filepath.Join(bad, "demo")
+	os.MkdirAll(sk, 0o755)
+	os.WriteFile(filepath.Join(sk, "SKILL.md"), []byte("---\nname: demo\ndescription: d\n---\n"), 0o644)
+	os.WriteFile(filepath.Join(sk, "sandbox.yaml"), []byte("limits:\n  memroy: 1G\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"skill", "run", "--input", `{"expression": 1`, calc}, 2, `skillrun: skill "calculator": input: not valid JSON: unexpected EOF`},
+		{[]string{"skill", "run", "--bogus", calc}, 2, `skillrun: skill run: flag provided but not defined: -bogus (see skillrun skill run --help)`},
+		{[]string{"skill", "run", "--memory", "lots", calc}, 2, `skillrun: --memory: invalid size "lots" (want e.g. 65536, 512Mi, 1G)`},
+		{[]string{"skill", "run", sk}, 2, `skillrun: skill "` + sk + `": sandbox.yaml: line 2: limits.memroy: unknown key; the keys of limits are memory, cpus, pids, timeout, scratch, output (did you mean "memory"?)`},
+		{[]string{"sandbox"}, 2, `skillrun: sandbox: no command: skillrun sandbox [flags] -- CMD [ARG...]`},
+		{[]string{"skill", "exec", "--with", "http://x/y.whl", calc, "--", "true"}, 2, `skillrun: --with "http://x/y.whl": want a pip requirement such as name==1.2 (no URLs, paths or pip options), or npm:NAME@VERSION`},
+		{[]string{"kill", "--bogus", "c1"}, 1, `skillrun: kill: flag provided but not defined: -bogus (see skillrun kill --help)`},
+		{[]string{"--log-format", "yaml", "list"}, 1, `skillrun: --log-format: "yaml" is not text or json`},
+		{[]string{"nosuch"}, 1, `skillrun: no such command "nosuch" (see skillrun --help)`},
+	} {
+		r := call(t, f, "", c.args...)
+		if r.code != c.code || r.stderr != c.want+"\n" {
+			t.Errorf("%v: exit %d, stderr %q\nwant exit %d, %q", c.args, r.code, r.stderr, c.code, c.want)
+		}
+	}
+}

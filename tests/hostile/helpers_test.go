@@ -337,7 +337,7 @@ func (m *mode) run(t testing.TB, o opts, args ...string) result {
 func errorLines(stderr string) []string {
 	var out []string
 	for _, l := range strings.Split(stderr, "\n") {
-		if strings.TrimSpace(l) == "" || strings.Contains(l, "level=warning") {
+		if strings.TrimSpace(l) == "" || strings.Contains(l, "level=warning") || strings.HasPrefix(l, "skillrun: warning: ") {
 			continue
 		}
 		out = append(out, l)

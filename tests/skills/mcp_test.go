@@ -451,7 +451,7 @@ func TestMCPMalformedAndHugeRequests(t *testing.T) {
 			// stderr is the reason, on one line.
 			var lines []string
 			for _, l := range strings.Split(strings.TrimSpace(res.stderr), "\n") {
-				if !strings.Contains(l, "level=warning") {
+				if !strings.Contains(l, "level=warning") && !strings.HasPrefix(l, "skillrun: warning: ") {
 					lines = append(lines, l)
 				}
 			}
