@@ -16,7 +16,7 @@ GOFLAGS_BUILD := -trimpath -buildvcs=false
 # Unit tests build the same way (hack/test.sh).
 export GOEXPERIMENT := jsonv2
 
-.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto proto-check
+.PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto proto-check man dist
 
 all: skillrun ## build bin/skillrun (static, seccomp compiled in)
 
@@ -77,6 +77,18 @@ demo: static ## the main job: run the example skills sandboxed (as root: also ro
 
 install: static ## install to /usr/local/bin
 	install -m 0755 $(BIN) /usr/local/bin/skillrun
+
+man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, from the verbs' own help
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "seccomp osusergo netgo gendocs" -o bin/skillrun-docs ./cmd/skillrun
+	@mkdir -p bin/man bin/completion
+	bin/skillrun-docs __gendocs man >bin/man/skillrun.8
+	bin/skillrun-docs __gendocs bash >bin/completion/skillrun.bash
+	bin/skillrun-docs __gendocs zsh >bin/completion/_skillrun
+
+dist: static man ## dist/skillrun-VERSION-linux-{amd64,arm64}.tar.gz + SHA256SUMS: static binaries, man page, completions (install: hack/install.sh)
+	@hack/install-deps.sh cross
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build $(GOFLAGS_BUILD) -tags "osusergo netgo urfave_cli_no_docs" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	hack/dist.sh $(VERSION) bin/skillrun bin/skillrun-linux-arm64
 
 proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated code is committed)
 	@hack/install-deps.sh proto

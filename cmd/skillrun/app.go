@@ -146,7 +146,7 @@ func (e *env) newApp() *cli.App {
 		Writer:               e.stdout,
 		ErrWriter:            e.stderr,
 		HideHelpCommand:      false, // `skillrun help [VERB]`, as runc
-		EnableBashCompletion: false,
+		EnableBashCompletion: true, // skillrun ... --generate-bash-completion: the shell completion scripts of make dist
 		// Only main exits: errors come back from Run.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Description: `skillrun is a runc-compatible OCI runtime (create, start, run, state, kill,
@@ -192,6 +192,7 @@ sandboxed runner for Agent Skills (skillrun skill run ./my-skill).
 			e.unknownCommand = true
 		},
 	}
+	app.Commands = append(app.Commands, docsCommands(e)...)
 	setUsageErrors(app.Commands, "", false)
 	cli.VersionPrinter = func(c *cli.Context) {
 		w := c.App.Writer
