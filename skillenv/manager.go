@@ -56,6 +56,10 @@ type Manager struct {
 	TempDir string
 	// Progress, when set, is told what a build is doing ("" when done).
 	Progress func(msg string)
+	// PrepareHint is the flags that select this manager's cache and
+	// index (--env-cache DIR ...), repeated in the ErrNotPrepared hint so
+	// that the command it suggests prepares the environment it lacks.
+	PrepareHint string
 	// lookup resolves index hosts (tests replace it).
 	lookup func(context.Context, string) ([]netip.Addr, error)
 }
@@ -94,7 +98,11 @@ func (m *Manager) Acquire(ctx context.Context, sk *spec.Skill) (*spec.DepsEnv, *
 		if attempt > 0 || !m.Build {
 			release()
 			if !m.Build {
-				return nil, nil, nil, fmt.Errorf("%w (key %s): run `skillrun skill prepare %s` first", ErrNotPrepared, plan.Key[:12], sk.Dir)
+				prep := "skillrun skill prepare"
+				if m.PrepareHint != "" {
+					prep += " " + m.PrepareHint
+				}
+				return nil, nil, nil, fmt.Errorf("%w (key %s): run `%s %s` first", ErrNotPrepared, plan.Key[:12], prep, sk.Dir)
 			}
 			return nil, nil, nil, errors.New("environment vanished after it was built")
 		}
@@ -396,7 +404,42 @@ func (m *Manager) keepLog(key, log string) string {
 		return "no build log"
 	}
 	_ = safefs.WriteFileAtomic(m.Cache.LogPath(key), b, 0o600)
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return buildCause(string(b))
+}
+
+// buildCause is the one line of a failed build's log that says why: npm's
+// and pip's own error lines (npm's pointer to its log, a path inside a
+// sandbox that is gone, is not one), else the last line.
+func buildCause(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	var cause []string
+	for i, raw := range lines {
+		l := strings.TrimSpace(raw)
+		switch {
+		case strings.HasPrefix(l, "npm error ") || strings.HasPrefix(l, "npm ERR! "):
+			msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l, "npm error "), "npm ERR! "))
+			if strings.HasPrefix(msg, "A complete log") || strings.HasPrefix(msg, "code ") || strings.HasPrefix(msg, "Log files") || msg == "" {
+				continue
+			}
+			if len(cause) < 2 {
+				cause = append(cause, msg)
+			}
+		case strings.HasPrefix(l, "ERROR: "):
+			cause = append(cause, l)
+			// pip's hash mismatch: the requirement and the two sums follow.
+			for _, next := range lines[i+1 : min(i+6, len(lines))] {
+				if n := strings.TrimSpace(next); strings.HasPrefix(n, "Expected sha256") || strings.HasPrefix(n, "Got ") || strings.Contains(n, " from ") {
+					cause = append(cause, n)
+				}
+			}
+		}
+		if len(cause) >= 4 {
+			break
+		}
+	}
+	if len(cause) > 0 {
+		return strings.Join(cause, "; ")
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "== ") {
 			return l

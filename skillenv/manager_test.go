@@ -51,3 +51,27 @@ func TestStageEcosystems(t *testing.T) {
 		t.Error("a plan without dependencies has ecosystems")
 	}
 }
+
+// TestBuildCause: a failed build is reported by npm's or pip's own error
+// lines, not npm's pointer to a log inside a sandbox that is gone.
+func TestBuildCause(t *testing.T) {
+	npm := `== npm ci
+npm error code ETARGET
+npm error notarget No matching version found for marked@999.0.0.
+npm error notarget In most cases you or one of your dependencies are requesting
+npm error A complete log of this run can be found in: /tmp/.npm/_logs/2026-11-25T10_00_00_000Z-debug-0.log`
+	if got := buildCause(npm); got != "notarget No matching version found for marked@999.0.0.; notarget In most cases you or one of your dependencies are requesting" {
+		t.Errorf("npm: %q", got)
+	}
+	pip := `Collecting tabulate==0.9.0
+ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the package versions, please update the hashes. Otherwise, examine the package contents carefully; someone may have tampered with them.
+    tabulate==0.9.0 from http://127.0.0.1:8080/simple/tabulate/tabulate-0.9.0-py3-none-any.whl:
+        Expected sha256 00aa
+             Got        d2f0`
+	if got := buildCause(pip); !strings.Contains(got, "DO NOT MATCH THE HASHES") || !strings.Contains(got, "tabulate==0.9.0 from") || !strings.Contains(got, "Expected sha256 00aa") || !strings.Contains(got, "Got        d2f0") {
+		t.Errorf("pip: %q", got)
+	}
+	if got := buildCause("step 1\nsomething broke\n\n"); got != "something broke" {
+		t.Errorf("fallback: %q", got)
+	}
+}

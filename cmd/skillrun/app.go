@@ -146,7 +146,7 @@ func (e *env) newApp() *cli.App {
 		Writer:               e.stdout,
 		ErrWriter:            e.stderr,
 		HideHelpCommand:      false, // `skillrun help [VERB]`, as runc
-		EnableBashCompletion: true, // skillrun ... --generate-bash-completion: the shell completion scripts of make dist
+		EnableBashCompletion: true,  // skillrun ... --generate-bash-completion: the shell completion scripts of make dist
 		// Only main exits: errors come back from Run.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Description: `skillrun is a runc-compatible OCI runtime (create, start, run, state, kill,

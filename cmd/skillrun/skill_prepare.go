@@ -82,7 +82,32 @@ func (e *env) depsManager(c *cli.Context, rt runtime.Runtime, build bool) (*skil
 	if isTerminalWriter(e.stderr) {
 		m.Progress = progressLine(e.stderr)
 	}
+	// The flags that choose this cache and key, for the hint of a missing
+	// environment (skill prepare must build the same one).
+	var hint []string
+	for _, f := range []string{"env-cache", "pip-index-url", "npm-registry", "pip-cert", "npm-cafile"} {
+		if c.IsSet(f) {
+			hint = append(hint, "--"+f, shellJoin1(c.String(f)))
+		}
+	}
+	for _, f := range []string{"allow-source-builds", "allow-install-scripts"} {
+		if c.Bool(f) {
+			hint = append(hint, "--"+f)
+		}
+	}
+	for _, w := range c.StringSlice("with") {
+		hint = append(hint, "--with", shellJoin1(w))
+	}
+	m.PrepareHint = strings.Join(hint, " ")
 	return m, nil
+}
+
+// shellJoin1 quotes s for a command line a person pastes, when needed.
+func shellJoin1(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\|&;<>()*?[]#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func skillPrepareCommand(e *env) *cli.Command {
