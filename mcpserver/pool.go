@@ -29,6 +29,9 @@ type pool struct {
 	size   int
 	maxAge time.Duration
 	warn   func(string)
+	// retryFirst is the first wait after a failed launch (tests; 0: a
+	// second).
+	retryFirst time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -63,10 +66,15 @@ func (m *member) destroy() {
 
 // newPool starts the refill loop of a pool for sk.
 func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry) *pool {
+	return newPoolRetry(rt, sk, opts, size, maxAge, warn, when, 0)
+}
+
+// newPoolRetry is newPool with the first wait after a failed launch.
+func newPoolRetry(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry, retryFirst time.Duration) *pool {
 	if maxAge <= 0 {
 		maxAge = DefaultPoolMaxAge
 	}
-	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn, when: when,
+	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn, when: when, retryFirst: retryFirst,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.refill()
@@ -146,6 +154,7 @@ func (p *pool) destroyLater(m *member) {
 func (p *pool) refill() {
 	defer close(p.done)
 	backoff := time.Duration(0)
+	failDelay, lastFailure := time.Duration(0), ""
 	tick := time.NewTicker(p.maxAge / 4)
 	defer tick.Stop()
 	for {
@@ -189,10 +198,17 @@ func (p *pool) refill() {
 					// grants are fixed, so no sandbox will ever launch.
 					return
 				}
-				backoff = time.Second
-				if p.warn != nil {
-					p.warn(fmt.Sprintf("skill %q: warm sandbox: %v (calls run cold; retrying)", p.sk.Name, err))
+				// A launch that keeps failing (a dependency build that
+				// fails) is retried ever less often, and reported once
+				// for each new reason.
+				failDelay = min(max(2*failDelay, p.retryMin()), maxRetryDelay)
+				backoff = failDelay
+				if msg := err.Error(); p.warn != nil && msg != lastFailure {
+					lastFailure = msg
+					p.warn(fmt.Sprintf("skill %q: warm sandbox: %v (calls run cold; retrying, every %s at most)", p.sk.Name, err, maxRetryDelay))
 				}
+			} else {
+				failDelay, lastFailure = 0, ""
 			}
 			continue
 		}
@@ -209,6 +225,17 @@ func (p *pool) refill() {
 			backoff = 0
 		}
 	}
+}
+
+// maxRetryDelay bounds the wait between failed launches; the first
+// waits retryMin (a second).
+const maxRetryDelay = 5 * time.Minute
+
+func (p *pool) retryMin() time.Duration {
+	if p.retryFirst > 0 {
+		return p.retryFirst
+	}
+	return time.Second
 }
 
 // refillQuiet is how long after the last call took a sandbox the pool

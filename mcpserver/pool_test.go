@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,5 +212,37 @@ func TestPoolDrainedWhenSkillGoes(t *testing.T) {
 		if strings.Contains(e.Name(), "calculator") {
 			t.Errorf("bundle of a drained calculator sandbox left: %s", e.Name())
 		}
+	}
+}
+
+// failingDeps fails every Acquire and counts them.
+type failingDeps struct{ n atomic.Int32 }
+
+func (d *failingDeps) Acquire(context.Context, *spec.Skill) (*spec.DepsEnv, *runner.EnvInfo, func(), error) {
+	d.n.Add(1)
+	return nil, nil, nil, errors.New("npm: No matching version found for marked@999.0.0")
+}
+
+// TestPoolFailingLaunchBacksOff: a skill whose warm sandbox cannot launch
+// (its dependency build fails) is retried ever less often, not every
+// second, and reported once.
+func TestPoolFailingLaunchBacksOff(t *testing.T) {
+	sk, err := spec.Load(filepath.Join("..", "examples", "skills", "slugify"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := &failingDeps{}
+	var warns atomic.Int32
+	p := newPoolRetry(newFake(), sk, runner.Options{TempDir: t.TempDir(), Deps: deps}, 1, 0, func(string) { warns.Add(1) }, runner.EntryAtLaunch, 10*time.Millisecond)
+	time.Sleep(400 * time.Millisecond)
+	p.close()
+	p.wait()
+	// 10, 20, 40, 80, 160 ms: about 5 launches in 400 ms (a fixed 10 ms
+	// would be 40).
+	if n := deps.n.Load(); n < 2 || n > 8 {
+		t.Errorf("%d launches in 400 ms, want the doubling back-off's 2-8", n)
+	}
+	if w := warns.Load(); w != 1 {
+		t.Errorf("%d warnings for one reason, want 1", w)
 	}
 }
