@@ -58,7 +58,7 @@ func TestPoolWarmCall(t *testing.T) {
 	// entry point (no tool); the others are.
 	stats := s.PoolStats()
 	for name, n := range s.served {
-		if _, pooled := stats[name]; pooled != (n.skill.Input.Mode != spec.InputArgv && n.skill.HasEntry()) {
+		if _, pooled := stats[name]; pooled != (n.skill.Input.Mode != spec.InputArgv && n.tool != nil) {
 			t.Errorf("skill %s (input mode %s): pooled %v", name, n.skill.Input.Mode, pooled)
 		}
 	}

@@ -51,6 +51,10 @@ type Options struct {
 	// With are packages the operator adds to every skill's environment
 	// (spec.Skill.WithPackages).
 	With []string
+	// ShowRefused lists the tools of skills every call of which the
+	// operator's grants refuse (marked in their description); by default
+	// they are hidden, with a warning.
+	ShowRefused bool
 	// Commands serves run_command (a command in a skill's sandbox, or in
 	// one without a skill), write_file and read_file, and the session's
 	// workspace files as workspace:// resources.
@@ -234,6 +238,16 @@ func (s *Server) load() (map[string]served, []string, []string) {
 					warnings = append(warnings, fmt.Sprintf("skill %q skipped: %v", dir, err))
 					continue
 				}
+				// A tool every call of which the operator's grants refuse
+				// is hidden (or listed, marked, with ShowRefused).
+				if reason := s.refusedByGrants(sk); reason != "" {
+					if !s.opts.ShowRefused {
+						warnings = append(warnings, fmt.Sprintf("skill %q: no tool: every call would be refused: %s (--show-refused lists it)", sk.Name, reason))
+						t = nil
+					} else {
+						t.Description = "[refused by this server's grants: " + reason + "] " + t.Description
+					}
+				}
 			}
 			files, err := skillFiles(sk)
 			if err != nil {
@@ -245,8 +259,12 @@ func (s *Server) load() (map[string]served, []string, []string) {
 			for _, f := range files {
 				digests.WriteString(f.res.URI + " " + f.res.Digest + "\n")
 			}
+			entry := skillEntry(sk, files)
+			if t == nil {
+				entry.Tool = "" // no tool served for it
+			}
 			out[sk.Name] = served{skill: sk, tool: t, sig: string(tb) + "\x00" + string(mb) + "\x00" + dir + "\x00" + digests.String(),
-				entry: skillEntry(sk, files), files: files}
+				entry: entry, files: files}
 			order = append(order, sk.Name)
 		}
 	}
@@ -505,6 +523,20 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 }
 
 var errShutdown = errors.New("the server is shutting down")
+
+// refusedByGrants is why the operator's grants refuse every call of sk
+// ("" when they do not).
+func (s *Server) refusedByGrants(sk *spec.Skill) string {
+	g := s.opts.Run.Grants
+	if s.opts.WorkspaceRoot != "" && wantsWorkspace(sk) {
+		g.Workspace = s.opts.WorkspaceRoot // each session gets one
+	}
+	_, err := spec.Resolve(sk, spec.WithGrants(g))
+	if pe := (*spec.PolicyError)(nil); errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return ""
+}
 
 // wantsWorkspace reports whether sk's manifest asks for a workspace.
 func wantsWorkspace(sk *spec.Skill) bool {

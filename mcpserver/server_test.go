@@ -176,6 +176,7 @@ func connect(t *testing.T, rt runtime.Runtime, run runner.Options) (*Server, *mc
 func connectOpts(t *testing.T, o Options) (*Server, *mcp.ClientSession) {
 	t.Helper()
 	o.Run.TempDir = t.TempDir()
+	o.ShowRefused = true // the tests call the refused tools too
 	o.Dirs = []string{filepath.Join("..", "examples", "skills")}
 	s, err := New(o)
 	if err != nil {
@@ -267,6 +268,12 @@ func TestListToolsMatchesInspect(t *testing.T) {
 		if want == nil {
 			t.Fatalf("tool %q is no example skill", lt.Name)
 		}
+		if strings.HasPrefix(lt.Description, "[refused by this server's grants: ") {
+			if lt.Name != "save-note" && lt.Name != "fetch-url" {
+				t.Errorf("tool %q marked refused: %s", lt.Name, lt.Description)
+			}
+			want.Description = lt.Description[:strings.Index(lt.Description, "] ")+2] + want.Description
+		}
 		a, _ := json.Marshal(lt)
 		b, _ := json.Marshal(want)
 		if string(a) != string(b) {
@@ -334,7 +341,7 @@ func TestTimeoutIsToolError(t *testing.T) {
 
 func TestPolicyRefusalIsToolError(t *testing.T) {
 	f := newFake()
-	s, err := New(Options{Runtime: f, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: runner.Options{TempDir: t.TempDir()}})
+	s, err := New(Options{Runtime: f, Dirs: []string{filepath.Join("..", "examples", "skills")}, Run: runner.Options{TempDir: t.TempDir()}, ShowRefused: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,5 +581,39 @@ func TestCompactText(t *testing.T) {
 	}
 	if got := text(r); !r.IsError || !strings.HasPrefix(got, `skill "calculator" failed: exit code 1`+"\n") || !strings.Contains(got, "boom") {
 		t.Errorf("failure text %q", got)
+	}
+}
+
+// TestRefusedToolsHidden: a skill every call of which the operator's
+// grants refuse (save-note needs a workspace, fetch-url the network) has
+// no tool by default, with a warning; granted, it is served.
+func TestRefusedToolsHidden(t *testing.T) {
+	dirs := []string{filepath.Join("..", "examples", "skills")}
+	s, err := New(Options{Runtime: newFake(), Dirs: dirs, Run: runner.Options{TempDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	names := map[string]bool{}
+	for _, tl := range s.Tools() {
+		names[tl.Name] = true
+	}
+	if names["save-note"] || names["fetch-url"] || !names["calculator"] {
+		t.Errorf("tools %v", names)
+	}
+	if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, `skill "save-note": no tool: every call would be refused: filesystem.workspace:`) {
+		t.Errorf("warnings %q", w)
+	}
+	s2, err := New(Options{Runtime: newFake(), Dirs: dirs, Run: runner.Options{TempDir: t.TempDir(), Grants: spec.Grants{Workspace: t.TempDir(), Network: "host"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	names = map[string]bool{}
+	for _, tl := range s2.Tools() {
+		names[tl.Name] = true
+	}
+	if !names["save-note"] || !names["fetch-url"] {
+		t.Errorf("granted: tools %v", names)
 	}
 }

@@ -58,7 +58,7 @@ func TestSkillsExtension(t *testing.T) {
 	for _, tl := range s.Tools() {
 		tools[tl.Name] = true
 	}
-	if len(list.Skills) != len(dirs) || len(tools) >= len(dirs) || len(tools) < 6 {
+	if len(list.Skills) != len(dirs) || len(tools) >= len(dirs) || len(tools) < 5 {
 		t.Fatalf("skills/list has %d skills of %d, %d tools served", len(list.Skills), len(dirs), len(tools))
 	}
 	rl, err := cs.ListResources(ctx, nil)

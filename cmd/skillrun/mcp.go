@@ -44,6 +44,7 @@ or --log. See docs/mcp.md.`,
 			&cli.IntFlag{Name: "pool", Value: 1, Usage: "warm sandboxes kept launched per skill, entry point waiting for its input (0: every call runs cold)"},
 			&cli.DurationFlag{Name: "pool-max-age", Value: mcpserver.DefaultPoolMaxAge, Usage: "recycle a warm sandbox that waited this long for a call"},
 			&cli.BoolFlag{Name: "no-commands", Usage: "do not serve run_command, write_file and read_file (only the skills' own tools)"},
+			&cli.BoolFlag{Name: "show-refused", Usage: "list the tools of skills every call of which the grants refuse (marked); hidden by default"},
 			&cli.StringFlag{Name: "workspace-root", Usage: "give each session its own workspace folder below DIR (removed when the session ends)"},
 			&cli.BoolFlag{Name: "keep-workspaces", Usage: "with --workspace-root: keep a session's workspace when it ends"},
 			&cli.StringFlag{Name: "workspace-quota", Value: "256Mi", Usage: "bytes a session's workspace may hold, checked before each command and write"},
@@ -98,7 +99,8 @@ or --log. See docs/mcp.md.`,
 			srv, err := mcpserver.New(mcpserver.Options{Runtime: rt, Dirs: c.StringSlice("skills"), Run: opts, Version: version, With: c.StringSlice("with"),
 				Pool: c.Int("pool"), PoolMaxAge: c.Duration("pool-max-age"), Warn: func(m string) { e.log.Warn(m) },
 				Observe: e.logMCPCall, Commands: !c.Bool("no-commands"), WorkspaceRoot: c.String("workspace-root"),
-				KeepWorkspaces: c.Bool("keep-workspaces"), WorkspaceQuota: quota, MaxSessions: c.Int("max-sessions")})
+				KeepWorkspaces: c.Bool("keep-workspaces"), WorkspaceQuota: quota, MaxSessions: c.Int("max-sessions"),
+				ShowRefused: c.Bool("show-refused")})
 			if err != nil {
 				return e.usageError("mcp serve: %v", err)
 			}

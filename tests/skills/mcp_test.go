@@ -109,7 +109,7 @@ func (c mcpCall) text() string {
 // concurrently, and closing the session leaves no state behind.
 func TestMCPServe(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		cs := m.mcpServe(t, "--timeout", "3s")
+		cs := m.mcpServe(t, "--timeout", "3s", "--show-refused")
 		ctx := context.Background()
 		lr, err := cs.ListTools(ctx, nil)
 		if err != nil {

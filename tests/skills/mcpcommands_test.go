@@ -94,6 +94,18 @@ func TestMCPCommandsAgentFlow(t *testing.T) {
 		cs := m.mcpServe(t, "--watch", "0", "--pool", "0", "--workspace-root", root, "--env-cache", envCache(t, m), "--pip-index-url", ix.url())
 		ctx := context.Background()
 
+		// A skill every call of which the grants refuse has no tool
+		// (fetch-url: no network); save-note, which needs a workspace,
+		// has one: each session gets one.
+		if lr, err := cs.ListTools(ctx, nil); err == nil {
+			listed := map[string]bool{}
+			for _, tl := range lr.Tools {
+				listed[tl.Name] = true
+			}
+			if listed["fetch-url"] || !listed["save-note"] {
+				t.Errorf("tools %v: want fetch-url hidden, save-note listed", listed)
+			}
+		}
 		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://table-report/SKILL.md"})
 		if err != nil || !strings.Contains(rr.Contents[0].Text, "scripts/csv_to_json.py") {
 			t.Fatalf("read SKILL.md: %v", err)
