@@ -90,6 +90,16 @@ func (c *container) outcome(ctx context.Context, wall time.Duration, status int,
 		res.StoppedReason = StoppedSignal
 		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)
 	}
+	if info.PidsLimitHit {
+		// The pids cgroup refused a fork or a thread: a skill that went
+		// on regardless is told, one that failed of it is stopped by it.
+		if res.StoppedReason == "" && res.ExitCode != 0 {
+			res.StoppedReason = StoppedPids
+			res.Error = fmt.Sprintf("failed to create a process or thread: task limit %d reached", policy.Pids)
+		} else if res.StoppedReason != StoppedPids {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the task limit (%d) was reached: some process or thread creation failed", policy.Pids))
+		}
+	}
 	res.OK = res.StoppedReason == "" && res.ExitCode == 0
 	if !res.OK && res.StoppedReason == "" {
 		stderr := c.stderr.Bytes()

@@ -443,3 +443,28 @@ func runJSON(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, raw []byte
 	}
 	return Run(ctx, rt, sk, in, opts)
 }
+
+// TestRunPidsLimitHit: the pids cgroup's refusal is named: a run that
+// failed of it is stopped by the task limit, one that went on is warned.
+func TestRunPidsLimitHit(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		want   string
+	}{{2, StoppedPids}, {0, ""}} {
+		rt := &fakeRT{behave: func(_ context.Context, o runtime.RunOpts) (int, error) {
+			*o.Exit = runtime.ExitInfo{Status: c.status, Cgroups: true, PidsLimitHit: true}
+			return c.status, nil
+		}}
+		res, err := runJSON(context.Background(), rt, load(t, "calculator"), []byte(`{"expression": "1"}`), Options{TempDir: t.TempDir(), Grants: spec.Grants{Pids: 20}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StoppedReason != c.want {
+			t.Errorf("status %d: stopped %q, want %q", c.status, res.StoppedReason, c.want)
+		}
+		warned := strings.Contains(strings.Join(res.Warnings, "\n"), "the task limit (20) was reached")
+		if (c.want == "") != warned || (c.want != "" && !strings.Contains(res.Error, "task limit 20 reached")) {
+			t.Errorf("status %d: error %q, warnings %q", c.status, res.Error, res.Warnings)
+		}
+	}
+}

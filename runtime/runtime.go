@@ -242,6 +242,9 @@ type ExitInfo struct {
 	MaxRSS int64 `json:"max_rss"`
 	// OOMKilled is true when the cgroup reported an OOM kill.
 	OOMKilled bool `json:"oom_killed"`
+	// PidsLimitHit is true when the pids cgroup refused a fork or a
+	// thread (its limit was reached at least once).
+	PidsLimitHit bool `json:"pids_limit_hit,omitempty"`
 	// Cgroups is true when the container was placed in its own cgroups and
 	// its linux.resources limits were applied.
 	Cgroups bool `json:"cgroups"`

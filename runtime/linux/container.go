@@ -30,6 +30,8 @@ type started struct {
 	// kept from start so the exit path does not ask libcontainer for
 	// its whole state again.
 	memDir string
+	// pidsDir is its pids cgroup folder ("" when none).
+	pidsDir string
 }
 
 // Create implements runtime.Runtime: the init is left blocked on the exec
@@ -228,6 +230,10 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err == nil {
 		s.cgroups = len(st.CgroupPaths) > 0 && useCgroups
 		s.memDir = st.CgroupPaths["memory"]
+		s.pidsDir = st.CgroupPaths["pids"]
+		if s.pidsDir == "" {
+			s.pidsDir = st.CgroupPaths[""] // cgroup v2: one folder
+		}
 	}
 	return s, nil
 }
@@ -435,5 +441,8 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 			e.MaxRSS = peak
 		}
 		e.OOMKilled = oom
+	}
+	if s.pidsDir != "" {
+		e.PidsLimitHit = pidsLimitHit(s.pidsDir)
 	}
 }

@@ -288,6 +288,21 @@ func userName(uid int) string {
 	return "#" + strconv.Itoa(uid)
 }
 
+// pidsLimitHit reads the pids cgroup's events: whether a fork or thread
+// was refused at its limit ("max N", cgroup v1 and v2).
+func pidsLimitHit(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "pids.events"))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == "max" && strings.TrimSpace(v) != "0" {
+			return true
+		}
+	}
+	return false
+}
+
 // memoryEvents reads the memory cgroup's high-water mark and whether the
 // OOM killer fired, for cgroup v1 and v2.
 func memoryEvents(dir string) (peak int64, oom bool) {

@@ -23,6 +23,7 @@ type execResult struct {
 	skillResult
 	Command       []string `json:"command"`
 	Cwd           string   `json:"cwd"`
+	Warnings      []string `json:"warnings"`
 	Notes         []string `json:"notes"`
 	MissingModule string   `json:"missing_module"`
 	Environment   *struct {
@@ -357,6 +358,23 @@ func TestSandboxWith(t *testing.T) {
 		r, res = m.execJSON(t, 0, "", args...)
 		if r.Environment == nil || r.Environment.Built || ix.downloads("tabulate", "0.9.0") != 1 {
 			t.Fatalf("want the second run from the cache (one download)\n%s", res)
+		}
+	})
+}
+
+// TestSandboxForkBomb: a shell fork bomb is bounded by the task limit and
+// the limit is named in the result (where the pids cgroup enforces it:
+// its own events say it refused forks); nothing is left behind.
+func TestSandboxForkBomb(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		r, res := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--pids", "20", "--timeout", "10s",
+			"--", "sh", "-c", "f() { f | f & }; f; wait; echo survived")
+		if r.Limits == nil || !r.Limits.Cgroups {
+			t.Skipf("skipped: no pids cgroup in this mode (limits %+v): the task limit is RLIMIT_NPROC, which reports nothing", r.Limits)
+		}
+		if !strings.Contains(strings.Join(r.Warnings, "\n"), "the task limit (20) was reached") && r.StoppedReason != "pids" {
+			t.Errorf("the task limit is not named\n%s", res)
 		}
 	})
 }
