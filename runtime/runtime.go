@@ -207,6 +207,11 @@ type Options struct {
 	// cgroup hierarchy and the user's bus is reachable. Ignored otherwise
 	// and by back ends without cgroups. The skill runner sets it.
 	DelegatedScope bool
+	// LimitsReported says the caller reports which limits each container
+	// really got (the skill runner's result: "limits", "enforcement"): the
+	// back end then does not warn when it drops the cgroup limits it
+	// cannot apply (a warning that would contradict that report).
+	LimitsReported bool
 	// AcceptDegradation lets a back end that cannot honour every field of
 	// a config (Seatbelt) run it anyway, reporting what it ignored through
 	// Warn, instead of refusing it. The Linux back end honours every field

@@ -284,6 +284,7 @@ func (e *env) engine(c *cli.Context) (runtime.Runtime, error) {
 func (e *env) skillEngine(c *cli.Context) (runtime.Runtime, error) {
 	o := e.engineOptions(c)
 	o.DelegatedScope = true
+	o.LimitsReported = true
 	return e.backend(o)
 }
 

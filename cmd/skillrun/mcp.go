@@ -60,6 +60,7 @@ or --log. See docs/mcp.md.`,
 			// each, are logged once.
 			o := e.engineOptions(c)
 			o.DelegatedScope = true
+			o.LimitsReported = true
 			o.Warn = onceWarn(e)
 			rt, err := e.backend(o)
 			if err != nil {

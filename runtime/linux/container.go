@@ -65,7 +65,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if !useCgroups {
 		if spec.Linux != nil && spec.Linux.Resources != nil {
 			res := *spec.Linux.Resources
-			if dropped := stripResources(&res); len(dropped) > 0 {
+			if dropped := stripResources(&res); len(dropped) > 0 && !r.limitsReported {
 				r.warn(fmt.Sprintf("cgroups are not delegated to uid %d: limits not applied: %s", os.Geteuid(), strings.Join(dropped, ", ")))
 			}
 			lin := *spec.Linux

@@ -31,6 +31,9 @@ type Runtime struct {
 	systemd         bool
 	rootlessCgroups bool
 	warn            func(string)
+	// limitsReported: the caller reports the limits each container got
+	// (runtime.Options.LimitsReported): no warning for dropped ones.
+	limitsReported bool
 	// logLevel is passed to libcontainer's init (_LIBCONTAINER_LOGLEVEL);
 	// "" leaves its default.
 	logLevel string
@@ -87,7 +90,7 @@ func New(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn}
+	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn, limitsReported: opts.LimitsReported}
 	if r.warn == nil {
 		r.warn = func(string) {}
 	}
