@@ -71,8 +71,8 @@ fuzz: ## short fuzz run of every target (FUZZTIME=10s each)
 	hack/fuzz.sh
 
 demo: static ## the main job: run the example skills sandboxed (as root: also rootless, as skillrun-test)
-	@hack/install-deps.sh test
-	@if [ "$$(id -u)" -eq 0 ]; then hack/ensure-test-user.sh >/dev/null; chmod o+rx . bin; fi
+	@hack/install-deps.sh demo
+	@if [ "$$(id -u)" -eq 0 ]; then hack/ensure-test-user.sh >/dev/null; fi
 	hack/demo.sh $(BIN)
 
 install: static ## install to /usr/local/bin

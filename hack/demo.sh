@@ -42,14 +42,36 @@ mem_by = ((lim.get("enforcement") or {}).get("memory") or {}).get("enforced_by",
 enforced = "cgroups" if lim.get("cgroups") else (("rlimits" if mem_by.startswith("rlimit_") else "no cgroups") if lim else "-")
 status = "ok" if r["ok"] else (r.get("stopped_reason") or "failed")
 u = r["usage"]
-print("  %-12s %5d ms %6.1f MiB  [%s]  %s" % (status, u["wall_ms"], u["peak_memory_bytes"] / 2**20, enforced, out[:100]))
+out = " ".join(out.split())
+if len(out) > 110:
+    out = out[:110].rsplit(" ", 1)[0] + " ..."
+print("  %-12s %5d ms %6.1f MiB  [%s]  %s" % (status, u["wall_ms"], u["peak_memory_bytes"] / 2**20, enforced, out))
 '
 }
 
-# run_as LABEL CMD... runs one example and checks its exit code.
+# show prints the skillrun command line of CMD... (after any runuser
+# prefix), folders shortened to their names.
+show() {
+	local a out=() seen=0
+	for a in "$@"; do
+		if [ "$seen" = 0 ]; then
+			[ "$a" = "$bin" ] && seen=1
+			continue
+		fi
+		case $a in
+		/*) a=$(basename "$a") ;;
+		*" "* | *'"'* | *'{'*) a="'$a'" ;;
+		esac
+		out+=("$a")
+	done
+	echo "               \$ skillrun ${out[*]}"
+}
+
+# run_one WANT LABEL CMD... runs one example and checks its exit code.
 run_one() {
 	local want=$1 name=$2
 	shift 2
+	show "$@"
 	printf '%-15s' "$name"
 	local out rc
 	out=$("$@" 2>/tmp/skillrun-demo.err.$$)
@@ -130,9 +152,7 @@ exec_demo() {
 	chmod 0755 "$envs"
 	[ "$(id -u)" -eq 0 ] && [ $# -gt 0 ] && chown "$user:" "$envs"
 	local x=(skill exec --env-cache "$envs/c" --pip-index-url "http://127.0.0.1:$port/simple/" --workspace "$ws" "$skills/table-report" --)
-	echo "               \$ skillrun skill exec --workspace WS table-report -- python3 scripts/csv_to_json.py sales.csv rows.json"
 	run_one 0 "exec script" "$@" "$bin" "${x[@]}" python3 scripts/csv_to_json.py sales.csv rows.json
-	echo "               \$ ... -- python3 scripts/render_table.py rows.json report.md --column amount --title Sales"
 	run_one 0 "exec argparse" "$@" "$bin" "${x[@]}" python3 scripts/render_table.py rows.json report.md --column amount --title Sales
 	if grep -q '^# Sales' "$ws/report.md" 2>/dev/null; then
 		echo "               host sees WS/report.md: $(sed -n 3p "$ws/report.md")"
@@ -140,7 +160,6 @@ exec_demo() {
 		echo "  !! $ws/report.md was not written"
 		failures=$((failures + 1))
 	fi
-	echo "               \$ ... -- sh -c 'echo x >> /skill/SKILL.md'   (the skill is read-only)"
 	run_one 3 "exec contained" "$@" "$bin" "${x[@]}" sh -c 'echo x >> /skill/SKILL.md'
 	chmod -R u+w "$envs" 2>/dev/null
 	rm -rf "$envs"
@@ -193,11 +212,30 @@ trap 'kill $server 2>/dev/null; rm -rf "$www" "$www.log"' EXIT
 wait_port "$port"
 standin_wheel "$www"
 
+cat <<'LEGEND'
+Each example: the command, then  NAME  STATUS  WALL  PEAK-MEMORY  [LIMITS]  OUTPUT
+  STATUS   ok; failed (exit code not 0); or why skillrun stopped it (policy: refused before
+           running, nothing ran; timeout, memory, pids, output_limit)
+  [LIMITS] cgroups: memory, CPU and tasks bounded by the sandbox's own cgroups;
+           rlimits: per-process rlimits (rootless without delegated cgroups); -: nothing ran
+  Every run: no network unless granted, none of your variables or files, a read-only root.
+LEGEND
+echo
 echo "== skillrun skill run, as $(id -un) (uid $(id -u)$([ "$(id -u)" -ne 0 ] && echo ', rootless'))"
 demo
 if [ "$(id -u)" -eq 0 ]; then
 	if id "$user" >/dev/null 2>&1; then
 		uid=$(id -u "$user")
+		# The user must reach the binary and the skills: a checkout in a
+		# folder only root enters gets copies in a world-readable one.
+		if ! runuser -u "$user" -- test -x "$bin" || ! runuser -u "$user" -- test -r "$skills/calculator/SKILL.md"; then
+			stage=$(mktemp -d /tmp/skillrun-demo-stage.XXXXXX)
+			chmod 0755 "$stage"
+			cp "$bin" "$stage/skillrun" && cp -r "$here/examples" "$stage/examples" && chmod -R a+rX "$stage"
+			bin=$stage/skillrun skills=$stage/examples/skills
+			echo "(rootless part: $user cannot reach the checkout; using copies in $stage, removed at the end)"
+			trap 'kill $server 2>/dev/null; rm -rf "$www" "$www.log" "$stage"' EXIT
+		fi
 		echo
 		echo "== skillrun skill run, as $user (uid $uid, rootless)"
 		demo runuser -u "$user" -- env XDG_RUNTIME_DIR="/run/user/$uid" HOME="$(getent passwd "$user" | cut -d: -f6)"

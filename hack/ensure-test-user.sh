@@ -9,6 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 if ! id "$user" >/dev/null 2>&1; then
+	echo "ensure-test-user: creating the unprivileged user $user (home /home/$user, subordinate IDs) for the rootless runs" >&2
 	useradd --create-home --shell /bin/bash "$user"
 fi
 uid=$(id -u "$user")

@@ -2,6 +2,7 @@
 # Installs what building and testing skillrun needs, from Debian's packages.
 # Idempotent and quiet when everything is present. Usage:
 #   hack/install-deps.sh build      # libseccomp-dev for the static seccomp build
+#   hack/install-deps.sh demo       # + what make demo runs: python3, node, npm (nothing else)
 #   hack/install-deps.sh test       # + runc, crun, containerd, podman, bwrap, busybox, ...
 #   hack/install-deps.sh bench      # + hyperfine, gnuplot
 #   hack/install-deps.sh proto      # + protoc, and the Go plugins in bin/tools
@@ -9,6 +10,7 @@ set -euo pipefail
 
 want_build=(libseccomp-dev pkg-config gcc make)
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip python3-setuptools python3-wheel nodejs iproute2 procps psmisc util-linux strace)
+want_demo=(python3 nodejs procps util-linux) # npm: see npm_if_missing
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 want_proto=(protobuf-compiler libprotobuf-dev) # libprotobuf-dev: google/protobuf/struct.proto
@@ -34,31 +36,37 @@ proto_plugins() {
 pkgs=("${want_build[@]}")
 case "${1:-build}" in
 build) ;;
+demo) pkgs+=("${want_demo[@]}") ;;
 test) pkgs+=("${want_test[@]}") ;;
 bench) pkgs+=("${want_test[@]}" "${want_bench[@]}") ;;
 cross) pkgs+=("${want_cross[@]}") ;;
 proto) pkgs+=("${want_proto[@]}") ;;
 all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}" "${want_proto[@]}") ;;
-*) echo "usage: $0 build|test|bench|cross|proto|all" >&2; exit 2 ;;
+*) echo "usage: $0 build|demo|test|bench|cross|proto|all" >&2; exit 2 ;;
 esac
 
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm: Debian's package, unless the machine's Node.js already ships one
+# (NodeSource's does, and conflicts with Debian's).
+npm_if_missing() {
+	if ! command -v npm >/dev/null; then
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "install-deps: npm missing; run as root" >&2
+			exit 1
+		fi
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >&2
+	fi
+}
+
 go_tools() {
 	case "${1:-build}" in
 	proto) proto_plugins ;;
+	demo) npm_if_missing ;;
 	test | bench | all)
-		# npm: Debian's package, unless the machine's Node.js already
-		# ships one (NodeSource's does, and conflicts with Debian's).
-		if ! command -v npm >/dev/null; then
-			if [ "$(id -u)" -ne 0 ]; then
-				echo "install-deps: npm missing; run as root" >&2
-				exit 1
-			fi
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >&2
-		fi
+		npm_if_missing
 		local tools
 		tools=$(cd "$(dirname "$0")/.." && pwd)/bin/tools
 		[ -x "$tools/grpcurl" ] || GOBIN=$tools go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
