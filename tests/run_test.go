@@ -309,3 +309,36 @@ func testTTY(t *testing.T, r *rt, u *testUser) {
 	r.ok("delete", c.id)
 	assertNoTrace(t, r, c.id, c.pid, b.dir)
 }
+
+// TestExeSealBelowBinary: a state root inside the binary's folder, where
+// libcontainer cannot protect the binary with a read-only overlay and
+// copies all of it into a sealed memfd for every container, is said on
+// stderr (with the fix); a state root elsewhere is not.
+func TestExeSealBelowBinary(t *testing.T) {
+	needRoot(t)
+	if runtimeName != "skillrun" {
+		t.Skipf("skipped: the warning is skillrun's (runtime %s)", runtimeName)
+	}
+	dir := tempDir(t)
+	bin := filepath.Join(dir, "skillrun")
+	data, err := os.ReadFile(runtimeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b := newBundle(t, nil, "true")
+	for _, c := range []struct {
+		root string
+		warn bool
+	}{{filepath.Join(dir, "state"), true}, {filepath.Join(tempDir(t), "state"), false}} {
+		out, err := exec.Command(bin, "--root", c.root, "run", "--bundle", b.dir, uniqueID(t)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("run with --root %s: %v\n%s", c.root, err, out)
+		}
+		if got := strings.Contains(string(out), "sealed memfd"); got != c.warn {
+			t.Errorf("--root %s: warned %v, want %v\n%s", c.root, got, c.warn, out)
+		}
+	}
+}

@@ -61,6 +61,9 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 			return nil, err
 		}
 	}
+	if w := exeSealWarning(r.root); w != "" {
+		r.warn(w) // once per container the caller starts (mcp serve: once)
+	}
 	useCgroups := r.CgroupLimits()
 	if !useCgroups {
 		if spec.Linux != nil && spec.Linux.Resources != nil {

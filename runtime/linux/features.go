@@ -38,6 +38,7 @@ func (r *Runtime) Features() (*features.Features, error) {
 		Annotations: map[string]string{
 			AnnotationCheckpoint: "false",
 			AnnotationCgroups:    r.cgroupSupport(),
+			AnnotationExeSeal:    r.exeSealSupport(),
 		},
 		Linux: &features.Linux{
 			Namespaces:   specconv.KnownNamespaces(),
@@ -84,4 +85,13 @@ func (r *Runtime) cgroupSupport() string {
 		return "enforced"
 	}
 	return fmt.Sprintf("not delegated to uid %d: memory, cpu, pids and blockIO limits are dropped with a warning; rlimits still apply", os.Geteuid())
+}
+
+// exeSealSupport is AnnotationExeSeal's value for this state root.
+func (r *Runtime) exeSealSupport() string {
+	how, why := exeSeal(r.root)
+	if why != "" {
+		return how + ": " + why
+	}
+	return how
 }
