@@ -237,6 +237,8 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// runs cold: the warm ones have the operator's).
 	if in.TimeoutS == nil {
 		p := s.commandPool(se, sk, opts)
+		p.begin()
+		defer p.end()
 		if m := p.takeIfAny(); m != nil {
 			call.Warm = true
 			res, err = m.sb.CallCommand(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)

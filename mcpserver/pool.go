@@ -40,6 +40,10 @@ type pool struct {
 
 	mu       sync.Mutex
 	lastTake time.Time
+	// inflight counts the calls of this skill being served (warm or
+	// cold): the pool launches nothing while one runs, so a launch
+	// (tens of ms of CPU) never competes with a call.
+	inflight int
 	when     runner.StartEntry // EntryAtCall once the skill showed it ignores its input
 	ready    []*member
 	closing  sync.WaitGroup // members taken and being destroyed
@@ -96,10 +100,6 @@ func (p *pool) take() *member {
 	for len(p.ready) > 0 {
 		m := p.ready[0]
 		p.ready = p.ready[1:]
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
 		if time.Since(m.born) > p.maxAge {
 			p.stats.Recycled++
 			p.destroyLater(m)
@@ -132,6 +132,30 @@ func (p *pool) checkEntry(m *member) {
 		if p.warn != nil {
 			p.warn(fmt.Sprintf("skill %q does not wait for its input: its warm sandboxes start it when the call comes from now on", p.sk.Name))
 		}
+	}
+}
+
+// begin and end bracket a call of the skill (warm or cold; nil-safe):
+// the refill waits until no call runs, and end wakes it.
+func (p *pool) begin() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
+}
+
+func (p *pool) end() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.inflight--
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -171,7 +195,7 @@ func (p *pool) refill() {
 			keep = append(keep, m)
 		}
 		p.ready = keep
-		need := len(p.ready) < p.size
+		need := len(p.ready) < p.size && p.inflight == 0
 		// While calls keep taking sandboxes and some are left, a launch
 		// (tens of ms of CPU) would compete with them: refill once the
 		// calls pause, or when the pool is empty.

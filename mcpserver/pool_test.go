@@ -246,3 +246,40 @@ func TestPoolFailingLaunchBacksOff(t *testing.T) {
 		t.Errorf("%d warnings for one reason, want 1", w)
 	}
 }
+
+// TestPoolNoLaunchDuringCall: the pool launches nothing while a call of
+// its skill runs (warm or cold): a launch would take the CPU from it; it
+// refills once the calls have answered.
+func TestPoolNoLaunchDuringCall(t *testing.T) {
+	f := newFake()
+	s, cs := connectOpts(t, Options{Runtime: f, Pool: 1})
+	waitReady(t, s, 1)
+	// Two calls at once: one takes the waiting sandbox, one runs cold.
+	done := make(chan struct{}, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
+			done <- struct{}{}
+		}()
+	}
+	<-f.started
+	<-f.started
+	start := time.Now()
+	time.Sleep(150 * time.Millisecond) // a refill would launch here
+	end := time.Now()
+	f.mu.Lock()
+	for _, l := range f.launches {
+		if l.After(start) && l.Before(end) {
+			t.Errorf("a sandbox was launched during the calls")
+		}
+	}
+	f.mu.Unlock()
+	f.release <- struct{}{}
+	f.release <- struct{}{}
+	<-done
+	<-done
+	if st := s.PoolStats()["calculator"]; st[0] < 1 {
+		t.Errorf("no call was warm: %v", st)
+	}
+	waitReady(t, s, 1) // and the pool refills after them
+}

@@ -497,6 +497,10 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			}
 		}
 		if err == nil {
+			// The pool launches nothing while this call runs (end, after
+			// the answer, wakes it).
+			p.begin()
+			defer p.end()
 			if m := p.takeIfAny(); m != nil {
 				call.Warm = true
 				res, err = m.sb.Call(ctx, in)

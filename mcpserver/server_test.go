@@ -34,6 +34,8 @@ type fakeRT struct {
 	release chan struct{}
 	deleted map[string]bool
 	ended   map[string]error // how each run ended
+	// launches are the times warm sandboxes were launched.
+	launches []time.Time
 }
 
 func newFake() *fakeRT {
@@ -42,6 +44,9 @@ func newFake() *fakeRT {
 
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
 	if len(opts.ExtraFiles) == 3 {
+		f.mu.Lock()
+		f.launches = append(f.launches, time.Now())
+		f.mu.Unlock()
 		// A warm sandbox: play the input holder with copies of its ends
 		// (the runner closes its own once started): ready on fd 4,
 		// keep fd 3 (stdin's write end) until "e" on fd 5, then read
