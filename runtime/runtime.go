@@ -247,6 +247,10 @@ type ExitInfo struct {
 	MaxRSS int64 `json:"max_rss"`
 	// OOMKilled is true when the cgroup reported an OOM kill.
 	OOMKilled bool `json:"oom_killed"`
+	// PeakSinceExec says MaxRSS is the memory cgroup's high-water mark
+	// since the program's exec (reset then): the program's own peak,
+	// without the runtime's init before it. Otherwise MaxRSS includes it.
+	PeakSinceExec bool `json:"peak_since_exec,omitempty"`
 	// PidsLimitHit is true when the pids cgroup refused a fork or a
 	// thread (its limit was reached at least once).
 	PidsLimitHit bool `json:"pids_limit_hit,omitempty"`

@@ -32,6 +32,9 @@ type started struct {
 	memDir string
 	// pidsDir is its pids cgroup folder ("" when none).
 	pidsDir string
+	// peak, once reset when the process runs its program, reads the
+	// memory cgroup's high-water mark since then (nil: not reset).
+	peak func() (int64, bool)
 }
 
 // Create implements runtime.Runtime: the init is left blocked on the exec
@@ -342,6 +345,11 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 			_ = s.p.Signal(unix.SIGKILL)
 		}
 	}
+	// The program runs: its memory peak starts now, without the
+	// runtime's own init (a Go process) before its exec.
+	if s.memDir != "" {
+		s.peak = resetMemoryPeak(s.memDir)
+	}
 	if o.Started != nil {
 		if pid, err := s.p.Pid(); err == nil {
 			o.Started(pid)
@@ -440,6 +448,14 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 	}
 	if s.memDir != "" {
 		peak, oom := memoryEvents(s.memDir)
+		if s.peak != nil {
+			// The program's own peak (the cgroup's since its exec): the
+			// rusage figure includes the runtime's init before the exec.
+			if p, ok := s.peak(); ok {
+				e.MaxRSS, e.PeakSinceExec = p, true
+				peak = 0
+			}
+		}
 		if peak > e.MaxRSS {
 			e.MaxRSS = peak
 		}

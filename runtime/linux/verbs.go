@@ -288,6 +288,41 @@ func userName(uid int) string {
 	return "#" + strconv.Itoa(uid)
 }
 
+// resetMemoryPeak resets the memory cgroup's high-water mark (cgroup v1:
+// memory.max_usage_in_bytes; v2: memory.peak, whose reset holds for the
+// file descriptor that made it, kept open) and returns the function that
+// reads it later; nil when the kernel or the caller cannot reset it.
+func resetMemoryPeak(dir string) func() (int64, bool) {
+	if err := os.WriteFile(filepath.Join(dir, "memory.max_usage_in_bytes"), []byte("0"), 0); err == nil {
+		return func() (int64, bool) {
+			b, err := os.ReadFile(filepath.Join(dir, "memory.max_usage_in_bytes"))
+			if err != nil {
+				return 0, false
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n, err == nil
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "memory.peak"), os.O_RDWR, 0)
+	if err != nil {
+		return nil
+	}
+	if _, err := f.Write([]byte("reset\n")); err != nil {
+		f.Close()
+		return nil
+	}
+	return func() (int64, bool) {
+		defer f.Close()
+		buf := make([]byte, 32)
+		n, err := f.ReadAt(buf, 0)
+		if n == 0 && err != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
+		return v, err == nil
+	}
+}
+
 // pidsLimitHit reads the pids cgroup's events: whether a fork or thread
 // was refused at its limit ("max N", cgroup v1 and v2).
 func pidsLimitHit(dir string) bool {

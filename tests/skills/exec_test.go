@@ -378,3 +378,25 @@ func TestSandboxForkBomb(t *testing.T) {
 		}
 	})
 }
+
+// TestPeakMemoryIsTheProgram's: with cgroups, usage.peak_memory_bytes is
+// the program's own peak (the cgroup's high-water mark since its exec),
+// not the runtime's Go init before it: a shell that does nothing peaks
+// far below the init's ~20 MiB, and one holding 64 MiB shows it (the
+// control).
+func TestPeakMemoryIsTheProgram(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		idle, res := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "sh", "-c", "true")
+		if idle.Limits == nil || !idle.Limits.Cgroups {
+			t.Skipf("skipped: no memory cgroup in this mode: the peak is a process's RSS, which includes the init")
+		}
+		big, res2 := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "python3", "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096])")
+		if big.Usage.PeakMemoryBytes < 64<<20 {
+			t.Fatalf("control: 64 MiB held, peak %d\n%s", big.Usage.PeakMemoryBytes, res2)
+		}
+		if idle.Usage.PeakMemoryBytes >= 12<<20 {
+			t.Errorf("sh -c true peaked at %d bytes: the runtime's init is counted\n%s", idle.Usage.PeakMemoryBytes, res)
+		}
+	})
+}
