@@ -80,7 +80,7 @@ type Driver struct {
 	cfg Config
 
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex // per sandbox ID
+	locks map[string]*sync.RWMutex // per sandbox ID
 	// changed is closed (and replaced) to make every watcher look for
 	// changes nobody announced (a container exiting).
 	changed chan struct{}
@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 		}
 		cfg.ImagesDir = layout
 	}
-	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}, unpack: unpackImage}
+	d := &Driver{cfg: cfg, locks: map[string]*sync.RWMutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}, unpack: unpackImage}
 	warnings, err := d.reconcile(ctx)
 	return d, warnings, err
 }
