@@ -334,46 +334,50 @@ func TestDriverValidation(t *testing.T) {
 	}
 	var one uint32 = 1
 	for name, tc := range map[string]struct {
-		sb  *pb.DriverSandbox
-		msg string
+		sb   *pb.DriverSandbox
+		code codes.Code
+		msg  string
 	}{
-		"no sandbox":    {nil, "sandbox: is required"},
-		"empty id":      {mod(func(s *pb.DriverSandbox) { s.Id = "" }), `sandbox.id: "" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id with slash": {mod(func(s *pb.DriverSandbox) { s.Id = "a/b" }), `sandbox.id: "a/b" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id with dot":   {mod(func(s *pb.DriverSandbox) { s.Id = ".." }), `sandbox.id: ".." is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id too long":   {mod(func(s *pb.DriverSandbox) { s.Id = strings.Repeat("a", 129) }), `sandbox.id: "` + strings.Repeat("a", 129) + `" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), "sandbox.name: is required"},
+		"no sandbox":    {nil, codes.InvalidArgument, "sandbox: is required"},
+		"empty id":      {mod(func(s *pb.DriverSandbox) { s.Id = "" }), codes.InvalidArgument, `sandbox.id: "" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id with slash": {mod(func(s *pb.DriverSandbox) { s.Id = "a/b" }), codes.InvalidArgument, `sandbox.id: "a/b" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id with dot":   {mod(func(s *pb.DriverSandbox) { s.Id = ".." }), codes.InvalidArgument, `sandbox.id: ".." is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id too long":   {mod(func(s *pb.DriverSandbox) { s.Id = strings.Repeat("a", 129) }), codes.InvalidArgument, `sandbox.id: "` + strings.Repeat("a", 129) + `" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), codes.InvalidArgument, "sandbox.name: is required"},
 		"gpu": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.ResourceRequirements = &pb.ResourceRequirements{Gpu: &pb.GpuResourceRequirements{Count: &one}}
-		}), "sandbox.spec.resource_requirements.gpu: GPUs are not supported by the skillrun driver"},
-		"env key with =": {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A=B": "x"} }), `sandbox.spec.environment: invalid variable "A=B"`},
-		"env empty key":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"": "x"} }), `sandbox.spec.environment: invalid variable ""`},
-		"env NUL value":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A": "x\x00"} }), `sandbox.spec.environment: invalid variable "A"`},
-		"template env":   {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Environment = map[string]string{"B\x00": "x"} }), `sandbox.spec.template.environment: invalid variable "B\x00"`},
-		"command NUL":    {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"sh", "a\x00"} }), "sandbox.spec.command[1]: contains a NUL byte"},
-		"command empty":  {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"", "x"} }), "sandbox.spec.command[0]: is empty"},
+		}), codes.FailedPrecondition, "sandbox.spec.resource_requirements.gpu: GPUs are not supported by the skillrun driver"},
+		"env key with =": {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A=B": "x"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable "A=B"`},
+		"env empty key":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"": "x"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable ""`},
+		"env NUL value":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A": "x\x00"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable "A"`},
+		"template env":   {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Environment = map[string]string{"B\x00": "x"} }), codes.InvalidArgument, `sandbox.spec.template.environment: invalid variable "B\x00"`},
+		"command NUL":    {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"sh", "a\x00"} }), codes.InvalidArgument, "sandbox.spec.command[1]: contains a NUL byte"},
+		"command empty":  {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"", "x"} }), codes.InvalidArgument, "sandbox.spec.command[0]: is empty"},
 		"cpu request": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuRequest: "lots"}
-		}), `sandbox.spec.template.resources.cpu_request: "lots" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_request: "lots" is not a quantity (want e.g. 500m, 2, 0.5, 1e3, 256Mi, 4Gi)`},
 		"memory request": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryRequest: "-1"}
-		}), `sandbox.spec.template.resources.memory_request: "-1" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.memory_request: "-1": must be greater than zero`},
 		"cpu limit": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "0"}
-		}), `sandbox.spec.template.resources.cpu_limit: "0" is out of range`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_limit: "0": must be greater than zero`},
+		"cpu limit under the CFS minimum": {mod(func(s *pb.DriverSandbox) {
+			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "1m"}
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_limit: "1m" is below the minimum 10m (the kernel's smallest CFS quota: 1 ms per 100 ms period)`},
 		"memory limit": {mod(func(s *pb.DriverSandbox) {
-			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryLimit: "1e3"}
-		}), `sandbox.spec.template.resources.memory_limit: "1e3" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
-		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }),
+			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryLimit: "4Ki"}
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.memory_limit: "4Ki" is below the minimum 6Mi`},
+		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), codes.FailedPrecondition,
 			`sandbox.spec.template.image: "nosuch:1" is not in the image layout ` + cfg.ImagesDir},
-		"other architecture": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = otherArchImage }),
+		"other architecture": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = otherArchImage }), codes.FailedPrecondition,
 			`sandbox.spec.template.image: "otherarch:1": no linux/` + goarch() + ` manifest for "otherarch:1"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: tc.sb})
-			wantCode(t, err, codes.InvalidArgument, tc.msg)
+			wantCode(t, err, tc.code, tc.msg)
 			_, err = c.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: tc.sb})
-			wantCode(t, err, codes.InvalidArgument, tc.msg)
+			wantCode(t, err, tc.code, tc.msg)
 		})
 	}
 	if ents, _ := os.ReadDir(d.sandboxesDir()); len(ents) != 0 {
@@ -404,15 +408,15 @@ func TestDriverValidationWithoutImages(t *testing.T) {
 	sb := newSandbox("i")
 	sb.Spec.Template.Image = ""
 	_, err := d.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: sb})
-	wantCode(t, err, codes.InvalidArgument, "sandbox.spec.template.image: is required (the driver has no default image)")
+	wantCode(t, err, codes.FailedPrecondition, "sandbox.spec.template.image: is required (the driver has no default image)")
 
 	cfg = testConfig(t, fake.New())
 	cfg.ImagesDir = ""
 	d = newDriver(t, cfg)
 	_, err = d.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: newSandbox("i")})
-	wantCode(t, err, codes.InvalidArgument, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
+	wantCode(t, err, codes.FailedPrecondition, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
 	_, err = d.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: newSandbox("i")})
-	wantCode(t, err, codes.InvalidArgument, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
+	wantCode(t, err, codes.FailedPrecondition, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
 }
 
 // TestDriverWorkspaces: EnsureWorkspace and DeleteWorkspace, idempotent,

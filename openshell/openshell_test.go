@@ -10,26 +10,6 @@ import (
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 )
 
-func TestParseQuantity(t *testing.T) {
-	for in, want := range map[string]int64{"1": 1, "64Mi": 64 << 20, "1Gi": 1 << 30, "1G": 1e9, "1.5Ki": 1536, "100k": 1e5, "0.5": 1} {
-		got, err := parseBytes(in)
-		if err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for in, want := range map[string]int64{"500m": 500, "2": 2000, "0.25": 250, "1m": 1, "0.0001": 1} {
-		got, err := parseMilliCPU(in)
-		if err != nil || got != want {
-			t.Errorf("parseMilliCPU(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "lots", "-1", "1e3", "Mi", "1 Gi", "0", "1/2", "99999999999Ei"} {
-		if n, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) = %d, want an error", in, n)
-		}
-	}
-}
-
 func TestRefCandidates(t *testing.T) {
 	for in, want := range map[string][]string{
 		"ghcr.io/org/img:1.2": {"ghcr.io/org/img:1.2", "img:1.2", "1.2"},

@@ -800,30 +800,38 @@ func checkCgroup(t *testing.T, e *env, id, what string, files func(v2 bool, ctrl
 func TestOpenShellDriverBadRequests(t *testing.T) {
 	e := newEnv(t)
 	mod := func(f func(*pb.DriverSandbox)) *pb.DriverSandbox { s := sandbox("bad"); f(s); return s }
+	inv, pre := codes.InvalidArgument, codes.FailedPrecondition
 	cases := map[string]struct {
 		sb    *pb.DriverSandbox
+		code  codes.Code
 		field string
 	}{
-		"no sandbox":    {nil, "sandbox:"},
-		"no id":         {mod(func(s *pb.DriverSandbox) { s.Id = "" }), "sandbox.id"},
-		"path in id":    {mod(func(s *pb.DriverSandbox) { s.Id = "../../etc" }), "sandbox.id"},
-		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), "sandbox.name"},
-		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), "sandbox.spec.template.image"},
-		"bad cpu limit": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "lots" }), "sandbox.spec.template.resources.cpu_limit"},
-		"bad memory":    {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "-1Gi" }), "sandbox.spec.template.resources.memory_limit"},
+		"no sandbox":    {nil, inv, "sandbox:"},
+		"no id":         {mod(func(s *pb.DriverSandbox) { s.Id = "" }), inv, "sandbox.id"},
+		"path in id":    {mod(func(s *pb.DriverSandbox) { s.Id = "../../etc" }), inv, "sandbox.id"},
+		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), inv, "sandbox.name"},
+		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), pre, "sandbox.spec.template.image"},
+		"bad cpu limit": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "lots" }), pre, "sandbox.spec.template.resources.cpu_limit"},
+		"bad memory":    {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "-1Gi" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		// Below what the kernel and the runtime apply: refused by
+		// Validate, not Internal at Create (the cgroup write).
+		"cpu limit 1m":     {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "1m" }), pre, "sandbox.spec.template.resources.cpu_limit"},
+		"memory limit 1m":  {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "1m" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		"memory limit 4Ki": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "4Ki" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		"memory limit 3Mi": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "3Mi" }), pre, "sandbox.spec.template.resources.memory_limit"},
 		"gpu": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.ResourceRequirements = &pb.ResourceRequirements{Gpu: &pb.GpuResourceRequirements{}}
-		}), "sandbox.spec.resource_requirements.gpu"},
-		"env with =":     {mod(func(s *pb.DriverSandbox) { s.Spec.Environment["A=B"] = "x" }), "sandbox.spec.environment"},
-		"empty command0": {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{""} }), "sandbox.spec.command[0]"},
+		}), pre, "sandbox.spec.resource_requirements.gpu"},
+		"env with =":     {mod(func(s *pb.DriverSandbox) { s.Spec.Environment["A=B"] = "x" }), inv, "sandbox.spec.environment"},
+		"empty command0": {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{""} }), inv, "sandbox.spec.command[0]"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, verr := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: c.sb})
 			_, cerr := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: c.sb})
 			for what, err := range map[string]error{"ValidateSandboxCreate": verr, "CreateSandbox": cerr} {
-				if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.field) {
-					t.Errorf("%s: %v; want InvalidArgument naming %s", what, err, c.field)
+				if status.Code(err) != c.code || !strings.Contains(status.Convert(err).Message(), c.field) {
+					t.Errorf("%s: %v; want %v naming %s", what, err, c.code, c.field)
 				}
 			}
 		})
@@ -1073,7 +1081,7 @@ func TestOpenShellDriverOCIArchive(t *testing.T) {
 			return s
 		}()})
 		return err
-	}(), codes.InvalidArgument, "an image the archive does not hold")
+	}(), codes.FailedPrecondition, "an image the archive does not hold")
 }
 
 // tarDir writes the regular files and directories under dir into a tar
