@@ -3,6 +3,7 @@ module github.com/skillrun/skillrun
 go 1.26.8
 
 require (
+	github.com/apex/log v1.9.0
 	github.com/containerd/console v1.0.5
 	github.com/containerd/go-runc v1.1.0
 	github.com/docker/go-units v0.5.0
@@ -33,7 +34,6 @@ require (
 	cyphar.com/go-pathrs v0.2.6 // indirect
 	github.com/AdaLogics/go-fuzz-headers v0.0.0-20230106234847-43070de90fa1 // indirect
 	github.com/aperturerobotics/protobuf-go-lite v0.14.0 // indirect
-	github.com/apex/log v1.9.0 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/checkpoint-restore/go-criu/v8 v8.3.0 // indirect
 	github.com/cilium/ebpf v0.17.3 // indirect

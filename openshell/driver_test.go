@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillrun/skillrun/egress/policy"
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/fake"
@@ -58,11 +59,6 @@ func takeCalls(rt *fake.Runtime, from *int) []string {
 func TestDriverLifecycle(t *testing.T) {
 	rt := fake.New()
 	cfg := testConfig(t, rt)
-	sv := filepath.Join(t.TempDir(), "supervisor")
-	if err := os.WriteFile(sv, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg.SupervisorBin = sv
 	d := newDriver(t, cfg)
 	c := serve(t, d)
 	ctx := testCtx(t)
@@ -72,12 +68,12 @@ func TestDriverLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if caps.GetDriverName() != "skillrun" || caps.GetDriverVersion() != "v-test" || caps.GetDefaultImage() != testImage || caps.GetGatewayManagesLifecycle() {
+	if caps.GetDriverName() != "skillrun" || caps.GetDriverVersion() != "v-test" || caps.GetDefaultImage() != testImage || !caps.GetGatewayManagesLifecycle() {
 		t.Errorf("capabilities %v", caps)
 	}
 	gl, err := c.GetGatewayListenerRequirements(ctx, &pb.GetGatewayListenerRequirementsRequest{})
-	if err != nil || len(gl.GetRequirements()) != 0 {
-		t.Errorf("listener requirements %v, %v; want none", gl, err)
+	if err != nil || len(gl.GetRequirements()) != 1 || gl.GetRequirements()[0].GetLoopbackInterface() == nil {
+		t.Errorf("listener requirements %v, %v; want the gateway's loopback listener", gl, err)
 	}
 
 	req := newSandbox("sb1")
@@ -137,10 +133,16 @@ func TestDriverLifecycle(t *testing.T) {
 	if want := []string{SupervisorPath, "--workdir", "/work"}; !reflect.DeepEqual(spec.Process.Args, want) {
 		t.Errorf("args %q, want %q", spec.Process.Args, want)
 	}
+	ro := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
 	wantMounts := []specs.Mount{
 		{Destination: "/work", Type: "bind", Source: filepath.Join(dir, "workspace"), Options: []string{"rbind", "rw"}},
-		{Destination: SupervisorPath, Type: "bind", Source: sv, Options: []string{"bind", "ro", "nosuid", "nodev"}},
-		{Destination: TokenPath, Type: "bind", Source: filepath.Join(dir, "auth", "sandbox.jwt"), Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		{Destination: SupervisorPath, Type: "bind", Source: cfg.SupervisorBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		{Destination: TLSCAPath, Type: "bind", Source: cfg.TLS.CA, Options: ro},
+		{Destination: TLSCertPath, Type: "bind", Source: cfg.TLS.Cert, Options: ro},
+		{Destination: TLSKeyPath, Type: "bind", Source: cfg.TLS.Key, Options: ro},
+		{Destination: "/etc/hosts", Type: "bind", Source: filepath.Join(dir, "etc", "hosts"), Options: ro},
+		{Destination: "/etc/resolv.conf", Type: "bind", Source: filepath.Join(dir, "etc", "resolv.conf"), Options: ro},
+		{Destination: TokenPath, Type: "bind", Source: filepath.Join(dir, "auth", "sandbox.jwt"), Options: ro},
 	}
 	if !reflect.DeepEqual(spec.Mounts, wantMounts) {
 		t.Errorf("mounts %+v\nwant %+v", spec.Mounts, wantMounts)
@@ -504,11 +506,13 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 }
 
-// TestCreateSpecOptions: HostNetwork, labels, resources, the log level,
-// the command and a name that is no hostname reach config.json.
+// TestCreateSpecOptions: HostNetwork (with a plaintext endpoint naming
+// an address), labels, resources, the log level, the command and a name
+// that is no hostname reach config.json.
 func TestCreateSpecOptions(t *testing.T) {
 	cfg := testConfig(t, fake.New())
 	cfg.HostNetwork = true
+	cfg.Endpoint, cfg.TLS = "http://10.0.0.5:7000", TLSFiles{}
 	cfg.LogLevel = "debug"
 	d := newDriver(t, cfg)
 	ctx := testCtx(t)
@@ -516,7 +520,7 @@ func TestCreateSpecOptions(t *testing.T) {
 	sb.Name = "Not_A_Hostname"
 	sb.Spec.SandboxToken = ""
 	sb.Spec.Command = []string{"/bin/sh", "-c", "true"}
-	sb.Spec.Template.Labels = map[string]string{"team": "a", "openshell.ai/sandbox-id": "spoof"}
+	sb.Spec.Template.Labels = map[string]string{"team": "a", "openshell.ai/sandbox-id": "spoof", "run.skillrun.network.allow": "example.com"}
 	sb.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "500m", MemoryLimit: "64Mi"}
 	if _, err := d.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: sb}); err != nil {
 		t.Fatal(err)
@@ -536,7 +540,7 @@ func TestCreateSpecOptions(t *testing.T) {
 	if spec.Hostname != "" {
 		t.Errorf("hostname %q from a name that is no hostname", spec.Hostname)
 	}
-	if spec.Annotations["team"] != "a" || spec.Annotations["openshell.ai/sandbox-id"] != "opts" {
+	if spec.Annotations["team"] != "a" || spec.Annotations["openshell.ai/sandbox-id"] != "opts" || spec.Annotations[policy.AnnotationAllow] != "" || spec.Annotations[policy.AnnotationResolve] != "" {
 		t.Errorf("annotations %v", spec.Annotations)
 	}
 	r := spec.Linux.Resources
@@ -546,17 +550,28 @@ func TestCreateSpecOptions(t *testing.T) {
 	if spec.Process.Rlimits != nil {
 		t.Errorf("rlimits %v", spec.Process.Rlimits)
 	}
-	if len(spec.Mounts) != 1 {
-		t.Errorf("mounts %v: want only the workspace (no token, no supervisor)", spec.Mounts)
+	var dests []string
+	for _, m := range spec.Mounts {
+		dests = append(dests, m.Destination)
+	}
+	if want := []string{"/work", SupervisorPath, "/etc/hosts", "/etc/resolv.conf"}; !reflect.DeepEqual(dests, want) {
+		t.Errorf("mounts %v: want %v (no token, no TLS files)", dests, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.sandboxDir("opts"), "etc", "hosts")); err != nil || !strings.HasSuffix(string(b), "\n10.0.0.5\thost.openshell.internal\n") {
+		t.Errorf("/etc/hosts with the host's network: %q, %v", b, err)
+	}
+	hostResolv, _ := os.ReadFile("/etc/resolv.conf")
+	if b, err := os.ReadFile(filepath.Join(d.sandboxDir("opts"), "etc", "resolv.conf")); err != nil || string(b) != string(hostResolv) {
+		t.Errorf("/etc/resolv.conf with the host's network: %q, %v; want the host's", b, err)
 	}
 	env := strings.Join(spec.Process.Env, "\n")
-	for _, want := range []string{"OPENSHELL_LOG_LEVEL=debug", `OPENSHELL_MAIN_PROCESS_SPEC={"version":1,"command":["/bin/sh","-c","true"],"tty":false}`} {
+	for _, want := range []string{"OPENSHELL_LOG_LEVEL=debug", `OPENSHELL_MAIN_PROCESS_SPEC={"version":1,"command":["/bin/sh","-c","true"],"tty":false}`, "OPENSHELL_ENDPOINT=http://host.openshell.internal:7000"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}
 	}
-	if strings.Contains(env, "OPENSHELL_SANDBOX_TOKEN_FILE") {
-		t.Errorf("token file variable without a token")
+	if strings.Contains(env, "OPENSHELL_SANDBOX_TOKEN_FILE") || strings.Contains(env, "OPENSHELL_TLS_") {
+		t.Errorf("token file or TLS variables without a token or TLS:\n%s", env)
 	}
 	var rec record
 	data, _ := os.ReadFile(d.recordPath("opts"))
