@@ -51,9 +51,9 @@ type Report struct {
 }
 
 // Sockets are the sandbox-side sockets the host side serves: the DNS's
-// UDP socket and one TCP listener per port (bound to 0.0.0.0 in the
-// sandbox: 53 for DNS over TCP, 3128 for the proxy, and each allowed
-// port for the synthetic addresses).
+// UDP socket and one TCP listener per port (in the sandbox: 53 for DNS
+// over TCP and 3128 for the proxy on 127.0.0.1, each allowed port for
+// the synthetic addresses on 0.0.0.0, 53 and 3128 too when allowed).
 type Sockets struct {
 	DNS *net.UDPConn
 	TCP map[int]*net.TCPListener

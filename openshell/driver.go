@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,19 +47,33 @@ type Config struct {
 	// images are looked up in, or an oci-archive file (a tar of one),
 	// unpacked into StateDir by New.
 	ImagesDir string
-	// SupervisorBin is the host path of OpenShell's sandbox supervisor.
+	// SupervisorBin is the host path of OpenShell's sandbox supervisor
+	// (required: without it no sandbox can start).
 	SupervisorBin string
 	// Endpoint is the gateway URL handed to the supervisor
-	// (OPENSHELL_ENDPOINT).
+	// (OPENSHELL_ENDPOINT; required): https://NAME:PORT, or http:// with
+	// HostNetwork. An IP address in it is replaced by
+	// host.openshell.internal (as the Docker driver does), and becomes
+	// the GatewayAddress.
 	Endpoint string
+	// GatewayAddress is where, on the driver's host, connections to the
+	// endpoint's name and to host.openshell.internal go (the egress
+	// relay's --resolve mapping; /etc/hosts with HostNetwork). Default:
+	// the endpoint's address, or 127.0.0.1.
+	GatewayAddress netip.Addr
+	// TLS is the supervisor's client TLS material, mounted read-only for
+	// an https:// endpoint.
+	TLS TLSFiles
 	// DefaultImage is used when a template names no image, and reported
 	// by GetCapabilities.
 	DefaultImage string
 	// LogLevel is OPENSHELL_LOG_LEVEL when the sandbox spec sets none.
 	LogLevel string
-	// HostNetwork runs sandboxes in the host's network namespace (needed
-	// for the supervisor to reach a gateway on the host: skillrun sets up
-	// no container networking). Without it a sandbox has only loopback.
+	// HostNetwork runs sandboxes in the host's network namespace, where
+	// the supervisor's NET_ADMIN work acts on the host's network. Without
+	// it (the default) each sandbox has its own network namespace whose
+	// only way out is skillrun's egress allowlist, granting the gateway's
+	// endpoint alone.
 	HostNetwork bool
 	// BaseSpec returns the OCI configuration every sandbox's config.json
 	// starts from (the runtime's `spec` default).
@@ -78,9 +93,10 @@ type Config struct {
 type Driver struct {
 	pb.UnimplementedComputeDriverServer
 	cfg Config
+	gw  *gateway
 
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex // per sandbox ID
+	locks map[string]*sync.RWMutex // per sandbox ID
 	// changed is closed (and replaced) to make every watcher look for
 	// changes nobody announced (a container exiting).
 	changed chan struct{}
@@ -102,14 +118,9 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 	if cfg.StateDir == "" {
 		return nil, nil, errors.New("openshell driver: state directory is empty")
 	}
-	if cfg.SupervisorBin != "" {
-		fi, err := os.Stat(cfg.SupervisorBin)
-		if err != nil {
-			return nil, nil, fmt.Errorf("supervisor binary: %w", err)
-		}
-		if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
-			return nil, nil, fmt.Errorf("supervisor binary %s is not an executable file", cfg.SupervisorBin)
-		}
+	gw, err := checkConfig(&cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	if cfg.BaseSpec == nil {
 		return nil, nil, errors.New("openshell driver: no base spec")
@@ -135,30 +146,62 @@ func New(ctx context.Context, cfg Config) (*Driver, []string, error) {
 		}
 		cfg.ImagesDir = layout
 	}
-	d := &Driver{cfg: cfg, locks: map[string]*sync.Mutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}, unpack: unpackImage}
+	d := &Driver{cfg: cfg, gw: gw, locks: map[string]*sync.RWMutex{}, changed: make(chan struct{}), watchers: map[*watchQueue]struct{}{}, unpack: unpackImage}
 	warnings, err := d.reconcile(ctx)
 	return d, warnings, err
+}
+
+// CheckConfig checks what the operator configures: the supervisor binary,
+// the gateway's endpoint and address, the TLS files. New checks it too;
+// an embedding program calls it first to tell a bad configuration from a
+// failure to start.
+func CheckConfig(cfg Config) error {
+	_, err := checkConfig(&cfg)
+	return err
+}
+
+func checkConfig(cfg *Config) (*gateway, error) {
+	if cfg.SupervisorBin == "" {
+		return nil, errors.New("openshell driver: no supervisor binary (--supervisor-bin)")
+	}
+	fi, err := os.Stat(cfg.SupervisorBin)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor binary: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("supervisor binary %s is not an executable file", cfg.SupervisorBin)
+	}
+	return newGateway(cfg)
 }
 
 // ContainerID is the container that runs sandbox id.
 func ContainerID(id string) string { return ContainerPrefix + id }
 
-// GetCapabilities reports the driver's name, version and default image.
+// GetCapabilities reports the driver's name, version and default image,
+// and that the gateway manages the sandboxes' lifecycle (as with the
+// Docker, Podman and VM drivers): it stops every running sandbox when it
+// shuts down and starts them again when it starts, which also brings back
+// a sandbox whose container vanished (a host reboot).
 func (d *Driver) GetCapabilities(context.Context, *pb.GetCapabilitiesRequest) (*pb.GetCapabilitiesResponse, error) {
 	return &pb.GetCapabilitiesResponse{
-		DriverName:    "skillrun",
-		DriverVersion: d.cfg.Version,
-		DefaultImage:  d.cfg.DefaultImage,
+		DriverName:              "skillrun",
+		DriverVersion:           d.cfg.Version,
+		DefaultImage:            d.cfg.DefaultImage,
+		GatewayManagesLifecycle: true,
 	}, nil
 }
 
-// GetGatewayListenerRequirements asks for no extra gateway listener.
+// GetGatewayListenerRequirements asks the gateway to listen where its
+// sandboxes reach it: its loopback listener when the gateway address is
+// 127.0.0.1 (the default), that exact address on the endpoint's port when
+// it is another address of this host, nothing for another host.
 func (d *Driver) GetGatewayListenerRequirements(context.Context, *pb.GetGatewayListenerRequirementsRequest) (*pb.GetGatewayListenerRequirementsResponse, error) {
-	return &pb.GetGatewayListenerRequirementsResponse{}, nil
+	return &pb.GetGatewayListenerRequirementsResponse{Requirements: d.gw.listenerRequirements()}, nil
 }
 
-// ValidateSandboxCreate checks a create request: InvalidArgument names the
-// field at fault.
+// ValidateSandboxCreate checks a create request as CreateSandbox does:
+// InvalidArgument (a malformed request) or FailedPrecondition (one this
+// driver cannot run) names the field at fault.
 func (d *Driver) ValidateSandboxCreate(ctx context.Context, req *pb.ValidateSandboxCreateRequest) (*pb.ValidateSandboxCreateResponse, error) {
 	if err := d.validate(ctx, req.GetSandbox()); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillrun/skillrun/egress/policy"
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/runtime/fake"
@@ -58,11 +59,6 @@ func takeCalls(rt *fake.Runtime, from *int) []string {
 func TestDriverLifecycle(t *testing.T) {
 	rt := fake.New()
 	cfg := testConfig(t, rt)
-	sv := filepath.Join(t.TempDir(), "supervisor")
-	if err := os.WriteFile(sv, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg.SupervisorBin = sv
 	d := newDriver(t, cfg)
 	c := serve(t, d)
 	ctx := testCtx(t)
@@ -72,12 +68,12 @@ func TestDriverLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if caps.GetDriverName() != "skillrun" || caps.GetDriverVersion() != "v-test" || caps.GetDefaultImage() != testImage || caps.GetGatewayManagesLifecycle() {
+	if caps.GetDriverName() != "skillrun" || caps.GetDriverVersion() != "v-test" || caps.GetDefaultImage() != testImage || !caps.GetGatewayManagesLifecycle() {
 		t.Errorf("capabilities %v", caps)
 	}
 	gl, err := c.GetGatewayListenerRequirements(ctx, &pb.GetGatewayListenerRequirementsRequest{})
-	if err != nil || len(gl.GetRequirements()) != 0 {
-		t.Errorf("listener requirements %v, %v; want none", gl, err)
+	if err != nil || len(gl.GetRequirements()) != 1 || gl.GetRequirements()[0].GetLoopbackInterface() == nil {
+		t.Errorf("listener requirements %v, %v; want the gateway's loopback listener", gl, err)
 	}
 
 	req := newSandbox("sb1")
@@ -137,10 +133,16 @@ func TestDriverLifecycle(t *testing.T) {
 	if want := []string{SupervisorPath, "--workdir", "/work"}; !reflect.DeepEqual(spec.Process.Args, want) {
 		t.Errorf("args %q, want %q", spec.Process.Args, want)
 	}
+	ro := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
 	wantMounts := []specs.Mount{
 		{Destination: "/work", Type: "bind", Source: filepath.Join(dir, "workspace"), Options: []string{"rbind", "rw"}},
-		{Destination: SupervisorPath, Type: "bind", Source: sv, Options: []string{"bind", "ro", "nosuid", "nodev"}},
-		{Destination: TokenPath, Type: "bind", Source: filepath.Join(dir, "auth", "sandbox.jwt"), Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		{Destination: SupervisorPath, Type: "bind", Source: cfg.SupervisorBin, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		{Destination: TLSCAPath, Type: "bind", Source: cfg.TLS.CA, Options: ro},
+		{Destination: TLSCertPath, Type: "bind", Source: cfg.TLS.Cert, Options: ro},
+		{Destination: TLSKeyPath, Type: "bind", Source: cfg.TLS.Key, Options: ro},
+		{Destination: "/etc/hosts", Type: "bind", Source: filepath.Join(dir, "etc", "hosts"), Options: ro},
+		{Destination: "/etc/resolv.conf", Type: "bind", Source: filepath.Join(dir, "etc", "resolv.conf"), Options: ro},
+		{Destination: TokenPath, Type: "bind", Source: filepath.Join(dir, "auth", "sandbox.jwt"), Options: ro},
 	}
 	if !reflect.DeepEqual(spec.Mounts, wantMounts) {
 		t.Errorf("mounts %+v\nwant %+v", spec.Mounts, wantMounts)
@@ -334,46 +336,50 @@ func TestDriverValidation(t *testing.T) {
 	}
 	var one uint32 = 1
 	for name, tc := range map[string]struct {
-		sb  *pb.DriverSandbox
-		msg string
+		sb   *pb.DriverSandbox
+		code codes.Code
+		msg  string
 	}{
-		"no sandbox":    {nil, "sandbox: is required"},
-		"empty id":      {mod(func(s *pb.DriverSandbox) { s.Id = "" }), `sandbox.id: "" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id with slash": {mod(func(s *pb.DriverSandbox) { s.Id = "a/b" }), `sandbox.id: "a/b" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id with dot":   {mod(func(s *pb.DriverSandbox) { s.Id = ".." }), `sandbox.id: ".." is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"id too long":   {mod(func(s *pb.DriverSandbox) { s.Id = strings.Repeat("a", 129) }), `sandbox.id: "` + strings.Repeat("a", 129) + `" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
-		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), "sandbox.name: is required"},
+		"no sandbox":    {nil, codes.InvalidArgument, "sandbox: is required"},
+		"empty id":      {mod(func(s *pb.DriverSandbox) { s.Id = "" }), codes.InvalidArgument, `sandbox.id: "" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id with slash": {mod(func(s *pb.DriverSandbox) { s.Id = "a/b" }), codes.InvalidArgument, `sandbox.id: "a/b" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id with dot":   {mod(func(s *pb.DriverSandbox) { s.Id = ".." }), codes.InvalidArgument, `sandbox.id: ".." is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"id too long":   {mod(func(s *pb.DriverSandbox) { s.Id = strings.Repeat("a", 129) }), codes.InvalidArgument, `sandbox.id: "` + strings.Repeat("a", 129) + `" is not a valid sandbox ID (letters, digits, '_', '.', '-'; at most 128)`},
+		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), codes.InvalidArgument, "sandbox.name: is required"},
 		"gpu": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.ResourceRequirements = &pb.ResourceRequirements{Gpu: &pb.GpuResourceRequirements{Count: &one}}
-		}), "sandbox.spec.resource_requirements.gpu: GPUs are not supported by the skillrun driver"},
-		"env key with =": {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A=B": "x"} }), `sandbox.spec.environment: invalid variable "A=B"`},
-		"env empty key":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"": "x"} }), `sandbox.spec.environment: invalid variable ""`},
-		"env NUL value":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A": "x\x00"} }), `sandbox.spec.environment: invalid variable "A"`},
-		"template env":   {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Environment = map[string]string{"B\x00": "x"} }), `sandbox.spec.template.environment: invalid variable "B\x00"`},
-		"command NUL":    {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"sh", "a\x00"} }), "sandbox.spec.command[1]: contains a NUL byte"},
-		"command empty":  {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"", "x"} }), "sandbox.spec.command[0]: is empty"},
+		}), codes.FailedPrecondition, "sandbox.spec.resource_requirements.gpu: GPUs are not supported by the skillrun driver"},
+		"env key with =": {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A=B": "x"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable "A=B"`},
+		"env empty key":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"": "x"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable ""`},
+		"env NUL value":  {mod(func(s *pb.DriverSandbox) { s.Spec.Environment = map[string]string{"A": "x\x00"} }), codes.InvalidArgument, `sandbox.spec.environment: invalid variable "A"`},
+		"template env":   {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Environment = map[string]string{"B\x00": "x"} }), codes.InvalidArgument, `sandbox.spec.template.environment: invalid variable "B\x00"`},
+		"command NUL":    {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"sh", "a\x00"} }), codes.InvalidArgument, "sandbox.spec.command[1]: contains a NUL byte"},
+		"command empty":  {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{"", "x"} }), codes.InvalidArgument, "sandbox.spec.command[0]: is empty"},
 		"cpu request": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuRequest: "lots"}
-		}), `sandbox.spec.template.resources.cpu_request: "lots" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_request: "lots" is not a quantity (want e.g. 500m, 2, 0.5, 1e3, 256Mi, 4Gi)`},
 		"memory request": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryRequest: "-1"}
-		}), `sandbox.spec.template.resources.memory_request: "-1" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.memory_request: "-1": must be greater than zero`},
 		"cpu limit": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "0"}
-		}), `sandbox.spec.template.resources.cpu_limit: "0" is out of range`},
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_limit: "0": must be greater than zero`},
+		"cpu limit under the CFS minimum": {mod(func(s *pb.DriverSandbox) {
+			s.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "1m"}
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.cpu_limit: "1m" is below the minimum 10m (the kernel's smallest CFS quota: 1 ms per 100 ms period)`},
 		"memory limit": {mod(func(s *pb.DriverSandbox) {
-			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryLimit: "1e3"}
-		}), `sandbox.spec.template.resources.memory_limit: "1e3" is not a quantity (want e.g. 500m, 2, 256Mi, 4Gi)`},
-		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }),
+			s.Spec.Template.Resources = &pb.DriverResourceRequirements{MemoryLimit: "4Ki"}
+		}), codes.FailedPrecondition, `sandbox.spec.template.resources.memory_limit: "4Ki" is below the minimum 6Mi`},
+		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), codes.FailedPrecondition,
 			`sandbox.spec.template.image: "nosuch:1" is not in the image layout ` + cfg.ImagesDir},
-		"other architecture": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = otherArchImage }),
+		"other architecture": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = otherArchImage }), codes.FailedPrecondition,
 			`sandbox.spec.template.image: "otherarch:1": no linux/` + goarch() + ` manifest for "otherarch:1"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: tc.sb})
-			wantCode(t, err, codes.InvalidArgument, tc.msg)
+			wantCode(t, err, tc.code, tc.msg)
 			_, err = c.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: tc.sb})
-			wantCode(t, err, codes.InvalidArgument, tc.msg)
+			wantCode(t, err, tc.code, tc.msg)
 		})
 	}
 	if ents, _ := os.ReadDir(d.sandboxesDir()); len(ents) != 0 {
@@ -404,15 +410,15 @@ func TestDriverValidationWithoutImages(t *testing.T) {
 	sb := newSandbox("i")
 	sb.Spec.Template.Image = ""
 	_, err := d.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: sb})
-	wantCode(t, err, codes.InvalidArgument, "sandbox.spec.template.image: is required (the driver has no default image)")
+	wantCode(t, err, codes.FailedPrecondition, "sandbox.spec.template.image: is required (the driver has no default image)")
 
 	cfg = testConfig(t, fake.New())
 	cfg.ImagesDir = ""
 	d = newDriver(t, cfg)
 	_, err = d.ValidateSandboxCreate(ctx, &pb.ValidateSandboxCreateRequest{Sandbox: newSandbox("i")})
-	wantCode(t, err, codes.InvalidArgument, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
+	wantCode(t, err, codes.FailedPrecondition, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
 	_, err = d.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: newSandbox("i")})
-	wantCode(t, err, codes.InvalidArgument, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
+	wantCode(t, err, codes.FailedPrecondition, `sandbox.spec.template.image: "busybox:test": the driver has no image layout (--images)`)
 }
 
 // TestDriverWorkspaces: EnsureWorkspace and DeleteWorkspace, idempotent,
@@ -500,11 +506,13 @@ func TestNewChecksConfig(t *testing.T) {
 	}
 }
 
-// TestCreateSpecOptions: HostNetwork, labels, resources, the log level,
-// the command and a name that is no hostname reach config.json.
+// TestCreateSpecOptions: HostNetwork (with a plaintext endpoint naming
+// an address), labels, resources, the log level, the command and a name
+// that is no hostname reach config.json.
 func TestCreateSpecOptions(t *testing.T) {
 	cfg := testConfig(t, fake.New())
 	cfg.HostNetwork = true
+	cfg.Endpoint, cfg.TLS = "http://10.0.0.5:7000", TLSFiles{}
 	cfg.LogLevel = "debug"
 	d := newDriver(t, cfg)
 	ctx := testCtx(t)
@@ -512,7 +520,7 @@ func TestCreateSpecOptions(t *testing.T) {
 	sb.Name = "Not_A_Hostname"
 	sb.Spec.SandboxToken = ""
 	sb.Spec.Command = []string{"/bin/sh", "-c", "true"}
-	sb.Spec.Template.Labels = map[string]string{"team": "a", "openshell.ai/sandbox-id": "spoof"}
+	sb.Spec.Template.Labels = map[string]string{"team": "a", "openshell.ai/sandbox-id": "spoof", "run.skillrun.network.allow": "example.com"}
 	sb.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "500m", MemoryLimit: "64Mi"}
 	if _, err := d.CreateSandbox(ctx, &pb.CreateSandboxRequest{Sandbox: sb}); err != nil {
 		t.Fatal(err)
@@ -532,7 +540,7 @@ func TestCreateSpecOptions(t *testing.T) {
 	if spec.Hostname != "" {
 		t.Errorf("hostname %q from a name that is no hostname", spec.Hostname)
 	}
-	if spec.Annotations["team"] != "a" || spec.Annotations["openshell.ai/sandbox-id"] != "opts" {
+	if spec.Annotations["team"] != "a" || spec.Annotations["openshell.ai/sandbox-id"] != "opts" || spec.Annotations[policy.AnnotationAllow] != "" || spec.Annotations[policy.AnnotationResolve] != "" {
 		t.Errorf("annotations %v", spec.Annotations)
 	}
 	r := spec.Linux.Resources
@@ -542,17 +550,28 @@ func TestCreateSpecOptions(t *testing.T) {
 	if spec.Process.Rlimits != nil {
 		t.Errorf("rlimits %v", spec.Process.Rlimits)
 	}
-	if len(spec.Mounts) != 1 {
-		t.Errorf("mounts %v: want only the workspace (no token, no supervisor)", spec.Mounts)
+	var dests []string
+	for _, m := range spec.Mounts {
+		dests = append(dests, m.Destination)
+	}
+	if want := []string{"/work", SupervisorPath, "/etc/hosts", "/etc/resolv.conf"}; !reflect.DeepEqual(dests, want) {
+		t.Errorf("mounts %v: want %v (no token, no TLS files)", dests, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(d.sandboxDir("opts"), "etc", "hosts")); err != nil || !strings.HasSuffix(string(b), "\n10.0.0.5\thost.openshell.internal\n") {
+		t.Errorf("/etc/hosts with the host's network: %q, %v", b, err)
+	}
+	hostResolv, _ := os.ReadFile("/etc/resolv.conf")
+	if b, err := os.ReadFile(filepath.Join(d.sandboxDir("opts"), "etc", "resolv.conf")); err != nil || string(b) != string(hostResolv) {
+		t.Errorf("/etc/resolv.conf with the host's network: %q, %v; want the host's", b, err)
 	}
 	env := strings.Join(spec.Process.Env, "\n")
-	for _, want := range []string{"OPENSHELL_LOG_LEVEL=debug", `OPENSHELL_MAIN_PROCESS_SPEC={"version":1,"command":["/bin/sh","-c","true"],"tty":false}`} {
+	for _, want := range []string{"OPENSHELL_LOG_LEVEL=debug", `OPENSHELL_MAIN_PROCESS_SPEC={"version":1,"command":["/bin/sh","-c","true"],"tty":false}`, "OPENSHELL_ENDPOINT=http://host.openshell.internal:7000"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}
 	}
-	if strings.Contains(env, "OPENSHELL_SANDBOX_TOKEN_FILE") {
-		t.Errorf("token file variable without a token")
+	if strings.Contains(env, "OPENSHELL_SANDBOX_TOKEN_FILE") || strings.Contains(env, "OPENSHELL_TLS_") {
+		t.Errorf("token file or TLS variables without a token or TLS:\n%s", env)
 	}
 	var rec record
 	data, _ := os.ReadFile(d.recordPath("opts"))

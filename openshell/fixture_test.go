@@ -8,11 +8,17 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
-	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,7 +29,6 @@ import (
 	"testing"
 	"time"
 
-	ispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -146,26 +151,78 @@ func baseSpec() *specs.Spec {
 	}
 }
 
-// testConfig is a Config over rt with a fresh state directory and the
-// test image layout. The poll interval is long: tests that want polling
-// set a short one.
+// testEndpoint is the gateway endpoint of testConfig.
+const testEndpoint = "https://gateway.test:8443"
+
+// testConfig is a Config over rt with a fresh state directory, the test
+// image layout, a supervisor file and TLS files for testEndpoint. The poll
+// interval is long: tests that want polling set a short one.
 func testConfig(t *testing.T, rt runtime.Runtime) Config {
 	t.Helper()
+	sv := filepath.Join(t.TempDir(), "supervisor")
+	if err := os.WriteFile(sv, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	return Config{
-		Runtime:      rt,
-		StateDir:     filepath.Join(t.TempDir(), "state"),
-		ImagesDir:    testLayout(t),
-		Endpoint:     "http://127.0.0.1:9/",
-		DefaultImage: testImage,
-		BaseSpec:     baseSpec,
-		Version:      "v-test",
-		PollInterval: time.Hour,
-		StopTimeout:  time.Second,
+		Runtime:       rt,
+		StateDir:      filepath.Join(t.TempDir(), "state"),
+		ImagesDir:     testLayout(t),
+		SupervisorBin: sv,
+		Endpoint:      testEndpoint,
+		TLS:           testTLS(t),
+		DefaultImage:  testImage,
+		BaseSpec:      baseSpec,
+		Version:       "v-test",
+		PollInterval:  time.Hour,
+		StopTimeout:   time.Second,
 	}
 }
 
-// newDriver is New(cfg) that must succeed without warnings. Unprivileged,
-// its images are unpacked by stubUnpack.
+// testTLS writes a CA and a client certificate and key it signed into a
+// new temporary directory, laid out as openshell-gateway generate-certs
+// writes them (ca.crt, client/tls.crt, client/tls.key).
+func testTLS(t *testing.T) TLSFiles {
+	t.Helper()
+	dir := t.TempDir()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "openshell-client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caTmpl, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := TLSDir(dir)
+	os.Mkdir(filepath.Join(dir, "client"), 0o700)
+	for path, block := range map[string]*pem.Block{
+		f.CA: {Type: "CERTIFICATE", Bytes: caDER}, f.Cert: {Type: "CERTIFICATE", Bytes: der}, f.Key: {Type: "PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return TLSDir(dir)
+}
+
+// newDriver is New(cfg) that must succeed without warnings.
 func newDriver(t *testing.T, cfg Config) *Driver {
 	t.Helper()
 	d, warnings, err := New(context.Background(), cfg)
@@ -175,32 +232,7 @@ func newDriver(t *testing.T, cfg Config) *Driver {
 	if len(warnings) > 0 {
 		t.Fatalf("warnings from New: %q", warnings)
 	}
-	if os.Geteuid() != 0 {
-		d.unpack = stubUnpack
-	}
 	return d
-}
-
-// stubUnpack stands in for unpackImage when the tests run unprivileged,
-// where unpackImage fails today (see TestUnpackImage): it writes what
-// testImage's layer holds and returns its configuration; brokenImage
-// fails, as it does in unpackImage.
-func stubUnpack(_ context.Context, _, ref, rootfs string) (*ispec.ImageConfig, error) {
-	if ref == brokenImage {
-		return nil, fmt.Errorf("unpack image %s: stub: its layer is missing", ref)
-	}
-	if ref != testImage {
-		return nil, fmt.Errorf("stubUnpack: no image %s", ref)
-	}
-	for _, dir := range []string{"etc", "work"} {
-		if err := os.MkdirAll(filepath.Join(rootfs, dir), 0o755); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(rootfs, "etc", "hello"), []byte("hello\n"), 0o644); err != nil {
-		return nil, err
-	}
-	return &ispec.ImageConfig{Env: []string{"IMAGE_VAR=from-image", "PATH=/bin"}, WorkingDir: "/work"}, nil
 }
 
 // serve serves d over an in-process gRPC connection and returns a client.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	ispec "github.com/opencontainers/image-spec/specs-go/v1"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/opencontainers/umoci/oci/cas/dir"
 	"github.com/opencontainers/umoci/oci/casext"
 	"github.com/opencontainers/umoci/oci/layer"
@@ -128,9 +129,7 @@ func unpackImage(ctx context.Context, layoutDir, ref, rootfs string) (*ispec.Ima
 	if err != nil {
 		return nil, err
 	}
-	// Unprivileged, files keep the caller's ownership (umoci's rootless
-	// mode); the rootless container maps the caller to root.
-	opts := &layer.UnpackOptions{OnDiskFormat: layer.DirRootfs{MapOptions: layer.MapOptions{Rootless: os.Geteuid() != 0}}}
+	opts := &layer.UnpackOptions{OnDiskFormat: layer.DirRootfs{MapOptions: unpackMapOptions()}}
 	if err := layer.UnpackRootfs(ctx, engine, rootfs, m, opts); err != nil {
 		return nil, fmt.Errorf("unpack image %s: %w", ref, err)
 	}
@@ -144,4 +143,21 @@ func unpackImage(ctx context.Context, layoutDir, ref, rootfs string) (*ispec.Ima
 		return nil, fmt.Errorf("image config of %s has media type %s", ref, blob.Descriptor.MediaType)
 	}
 	return &img.Config, nil
+}
+
+// unpackMapOptions is how files are owned. Privileged, as the layers say.
+// Unprivileged, umoci's rootless mode: every file is the caller's (a
+// layer's other owners are kept in the user.rootlesscontainers xattr),
+// and the rootfs directory itself is chowned to the host ID of the
+// container's root, which must be mapped: the rootless container maps
+// the caller to root, and so does this.
+func unpackMapOptions() layer.MapOptions {
+	if os.Geteuid() == 0 {
+		return layer.MapOptions{}
+	}
+	return layer.MapOptions{
+		Rootless:    true,
+		UIDMappings: []rspec.LinuxIDMapping{{HostID: uint32(os.Geteuid()), ContainerID: 0, Size: 1}},
+		GIDMappings: []rspec.LinuxIDMapping{{HostID: uint32(os.Getegid()), ContainerID: 0, Size: 1}},
+	}
 }

@@ -206,11 +206,24 @@ func (d *Driver) stopSandbox(ctx context.Context, sid, name string) error {
 	if rec.Deleting {
 		return status.Errorf(codes.FailedPrecondition, "sandbox %s is being deleted", id)
 	}
+	// The intent is written first (a driver killed mid-stop leaves a
+	// sandbox that is stopped, or says so), and undone when the container
+	// outlives a failed stop: the record never says Stopped while its
+	// container runs.
+	wasStopped := rec.Stopped
 	rec.Stopped = true
 	if err := d.writeRecord(id, rec); err != nil {
 		return status.Errorf(codes.Internal, "stop sandbox %s: %v", id, err)
 	}
 	if err := d.stopContainer(ctx, ContainerID(id)); err != nil {
+		st, serr := d.cfg.Runtime.State(context.WithoutCancel(ctx), ContainerID(id))
+		if serr == nil && (st.Status == runtime.StatusRunning || st.Status == runtime.StatusPaused) {
+			rec.Stopped = wasStopped
+			if werr := d.writeRecord(id, rec); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}
+		d.publish(id)
 		return status.Errorf(codes.Internal, "stop sandbox %s: %v", id, err)
 	}
 	d.publish(id)

@@ -161,7 +161,8 @@ func TestStartSandbox(t *testing.T) {
 }
 
 // TestStopSandbox: Stop of a paused container, of one that ignores
-// SIGTERM (killed after StopTimeout), when the caller gives up, and of a
+// SIGTERM (killed after StopTimeout), when the caller gives up (the record
+// is put back: it never says Stopped while the container runs), and of a
 // sandbox being deleted.
 func TestStopSandbox(t *testing.T) {
 	rt := &hookedRuntime{Runtime: fake.New()}
@@ -213,13 +214,14 @@ func TestStopSandbox(t *testing.T) {
 	}
 
 	// The caller gives up while Stop waits: Internal with the context's
-	// error; the record already says stopped, the container still runs.
+	// error; the container still runs, and the record does not say
+	// stopped (it did before the stop was undone).
 	create(t, d, "gaveup")
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	_, err := d.StopSandbox(short, &pb.StopSandboxRequest{SandboxId: "gaveup"})
 	wantCode(t, err, codes.Internal, "stop sandbox gaveup: context deadline exceeded")
-	if rec, err := d.readRecord("gaveup"); err != nil || !rec.Stopped {
+	if rec, err := d.readRecord("gaveup"); err != nil || rec.Stopped {
 		t.Errorf("record after a cancelled stop: %+v, %v", rec, err)
 	}
 	if got := getCond(t, d, "gaveup"); got != condReady {

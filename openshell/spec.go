@@ -1,6 +1,7 @@
 package openshell
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	ispec "github.com/opencontainers/image-spec/specs-go/v1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/skillrun/skillrun/egress/policy"
 	pb "github.com/skillrun/skillrun/openshell/computev1"
 )
 
@@ -67,13 +69,22 @@ func workspaceRoot(workdir string) string {
 }
 
 // environment is the sandbox's environment, as OpenShell's Docker driver
-// builds it: image variables, then the fixed supervisor ones, then the
-// template's and the spec's (the spec wins), then the driver-owned ones
-// that must not be overridden.
+// builds it (build_environment_for_oci_user): the image's variables
+// (without any OPENSHELL_* one: an image must not preset what the driver
+// owns, as a token, TLS paths or the gateway's TLS server name), then HOME,
+// TERM and the log level, the template's and the spec's variables (the
+// spec wins; also as JSON in OPENSHELL_USER_ENVIRONMENT), then the
+// driver-owned ones that the request cannot override. As the Docker
+// driver it removes OPENSHELL_SANDBOX_TOKEN, OPENSHELL_SANDBOX_TOKEN_FILE
+// and OPENSHELL_GATEWAY_TLS_SERVER_NAME from what the request gives (the
+// supervisor checks the gateway's certificate against the endpoint's host
+// name), sets OPENSHELL_OCI_IMAGE_USER to the image's USER (empty when it
+// has none) and clears OPENSHELL_SANDBOX_UID and OPENSHELL_SANDBOX_GID, so
+// the supervisor takes the sandbox's identity from the image.
 func (d *Driver) environment(sb *pb.DriverSandbox, img *ispec.ImageConfig) []string {
 	env := map[string]string{}
 	for _, kv := range img.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
+		if k, v, ok := strings.Cut(kv, "="); ok && !strings.HasPrefix(k, "OPENSHELL_") {
 			env[k] = v
 		}
 	}
@@ -95,17 +106,27 @@ func (d *Driver) environment(sb *pb.DriverSandbox, img *ispec.ImageConfig) []str
 		env[k] = v
 	}
 	if len(user) > 0 {
-		data, _ := json.Marshal(user)
-		env["OPENSHELL_USER_ENVIRONMENT"] = string(data)
+		env["OPENSHELL_USER_ENVIRONMENT"] = compactJSON(user)
 	}
-	env["OPENSHELL_ENDPOINT"] = d.cfg.Endpoint
+	env["OPENSHELL_ENDPOINT"] = d.gw.endpoint
 	env["OPENSHELL_SANDBOX_ID"] = sb.GetId()
 	env["OPENSHELL_SANDBOX"] = sb.GetName()
 	env["OPENSHELL_SSH_SOCKET_PATH"] = SSHSocketPath
 	env["OPENSHELL_MAIN_PROCESS_SPEC"] = mainProcessSpec(spec)
 	env["OPENSHELL_TELEMETRY_ENABLED"] = "false"
+	env["OPENSHELL_NETWORK_RUNTIME_CAPABILITIES"] = "policy-dns-transparent-tcp"
 	env["PATH"] = supervisorSearchPath
+	if d.gw.tls {
+		env["OPENSHELL_TLS_CA"] = TLSCAPath
+		env["OPENSHELL_TLS_CERT"] = TLSCertPath
+		env["OPENSHELL_TLS_KEY"] = TLSKeyPath
+	}
+	delete(env, "OPENSHELL_SANDBOX_TOKEN")
 	delete(env, "OPENSHELL_SANDBOX_TOKEN_FILE")
+	delete(env, "OPENSHELL_GATEWAY_TLS_SERVER_NAME")
+	env["OPENSHELL_OCI_IMAGE_USER"] = img.User
+	env["OPENSHELL_SANDBOX_UID"] = ""
+	env["OPENSHELL_SANDBOX_GID"] = ""
 	if spec.GetSandboxToken() != "" {
 		env["OPENSHELL_SANDBOX_TOKEN_FILE"] = TokenPath
 	}
@@ -117,8 +138,18 @@ func (d *Driver) environment(sb *pb.DriverSandbox, img *ispec.ImageConfig) []str
 	return out
 }
 
-// buildSpec writes the sandbox's token file and workspace directory and
-// returns its config.json.
+// compactJSON is v as JSON without HTML escaping (as serde_json writes
+// it: "<" stays "<").
+func compactJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// buildSpec writes the sandbox's token file, workspace directory and
+// /etc files and returns its config.json.
 func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs.Spec, error) {
 	id := sb.GetId()
 	dir := d.sandboxDir(id)
@@ -146,7 +177,17 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	}
 	s.Annotations = map[string]string{}
 	for k, v := range sb.GetSpec().GetTemplate().GetLabels() {
-		s.Annotations[k] = v
+		// skillrun's own annotations (the egress allowlist's among them)
+		// are the driver's, never a template's.
+		if !strings.HasPrefix(k, "run.skillrun.") {
+			s.Annotations[k] = v
+		}
+	}
+	if !d.cfg.HostNetwork {
+		// The sandbox's only way out: the gateway's endpoint, through
+		// the egress helper the runtime starts for these annotations.
+		s.Annotations[policy.AnnotationAllow] = d.gw.allow()
+		s.Annotations[policy.AnnotationResolve] = d.gw.resolve()
 	}
 	s.Annotations["openshell.ai/managed-by"] = "openshell"
 	s.Annotations["openshell.ai/sandbox-id"] = id
@@ -158,8 +199,27 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	s.Mounts = append(s.Mounts, specs.Mount{Destination: wsRoot, Type: "bind", Source: workspace, Options: []string{"rbind", "rw"}})
-	if d.cfg.SupervisorBin != "" {
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: SupervisorPath, Type: "bind", Source: d.cfg.SupervisorBin, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	ro := []string{"bind", "ro", "nosuid", "nodev", "noexec"}
+	s.Mounts = append(s.Mounts, specs.Mount{Destination: SupervisorPath, Type: "bind", Source: d.cfg.SupervisorBin, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	if d.gw.tls {
+		for _, m := range [][2]string{{TLSCAPath, d.cfg.TLS.CA}, {TLSCertPath, d.cfg.TLS.Cert}, {TLSKeyPath, d.cfg.TLS.Key}} {
+			s.Mounts = append(s.Mounts, specs.Mount{Destination: m[0], Type: "bind", Source: m[1], Options: ro})
+		}
+	}
+	hosts, resolv, err := d.gw.etcFiles(d.cfg.HostNetwork)
+	if err != nil {
+		return nil, err
+	}
+	etc := filepath.Join(dir, "etc")
+	if err := os.Mkdir(etc, 0o755); err != nil {
+		return nil, fmt.Errorf("etc: %w", err)
+	}
+	for _, f := range [][2]string{{"hosts", hosts}, {"resolv.conf", resolv}} {
+		name, content := f[0], f[1]
+		if err := os.WriteFile(filepath.Join(etc, name), []byte(content), 0o644); err != nil {
+			return nil, fmt.Errorf("etc: %w", err)
+		}
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: "/etc/" + name, Type: "bind", Source: filepath.Join(etc, name), Options: ro})
 	}
 	if tok := sb.GetSpec().GetSandboxToken(); tok != "" {
 		tokDir := filepath.Join(dir, "auth")
@@ -170,7 +230,7 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 		if err := os.WriteFile(tokFile, []byte(tok), 0o400); err != nil {
 			return nil, fmt.Errorf("token file: %w", err)
 		}
-		s.Mounts = append(s.Mounts, specs.Mount{Destination: TokenPath, Type: "bind", Source: tokFile, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}})
+		s.Mounts = append(s.Mounts, specs.Mount{Destination: TokenPath, Type: "bind", Source: tokFile, Options: ro})
 	}
 	res, err := d.resources(sb.GetSpec().GetTemplate().GetResources())
 	if err != nil {
@@ -213,6 +273,5 @@ func mainProcessSpec(spec *pb.DriverSandboxSpec) string {
 	if len(spec.GetCommand()) > 0 {
 		mp.Command, mp.TTY = spec.GetCommand(), spec.GetTty()
 	}
-	data, _ := json.Marshal(mp)
-	return string(data)
+	return compactJSON(mp)
 }

@@ -52,13 +52,15 @@ func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.sandboxes
 func (d *Driver) recordPath(id string) string { return filepath.Join(d.sandboxDir(id), "sandbox.json") }
 func (d *Driver) bundleDir(id string) string  { return filepath.Join(d.sandboxDir(id), "bundle") }
 
-// mutex returns the mutex of sandbox id, made on first use.
-func (d *Driver) mutex(id string) *sync.Mutex {
+// mutex returns the lock of sandbox id, made on first use. Mutations
+// hold it exclusively; watch streams look at the sandbox under a read
+// lock, so that streams never hide a sandbox from each other.
+func (d *Driver) mutex(id string) *sync.RWMutex {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l, ok := d.locks[id]
 	if !ok {
-		l = &sync.Mutex{}
+		l = &sync.RWMutex{}
 		d.locks[id] = l
 	}
 	return l
@@ -71,14 +73,15 @@ func (d *Driver) lock(id string) func() {
 	return l.Unlock
 }
 
-// tryLock is lock without waiting: ok is false while another goroutine
-// changes the sandbox.
-func (d *Driver) tryLock(id string) (unlock func(), ok bool) {
+// tryRLock takes id's read lock without waiting: ok is false while a
+// mutation holds the sandbox (or waits for it), which then publishes its
+// states itself. Any number of readers (watch streams) hold it together.
+func (d *Driver) tryRLock(id string) (unlock func(), ok bool) {
 	l := d.mutex(id)
-	if !l.TryLock() {
+	if !l.TryRLock() {
 		return nil, false
 	}
-	return l.Unlock, true
+	return l.RUnlock, true
 }
 
 func (d *Driver) readRecord(id string) (*record, error) {

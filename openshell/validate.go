@@ -1,8 +1,11 @@
 package openshell
 
 // Request validation: what a create request and a workspace name must be,
-// as InvalidArgument errors that name the field at fault, and the
-// template's resource strings (quantity.go) turned into OCI resources.
+// as errors that name the field at fault, and the template's resource
+// strings (quantity.go) turned into OCI resources. The status codes are
+// those OpenShell's Docker driver answers: InvalidArgument for a malformed
+// request, FailedPrecondition for one this driver cannot run (a resource
+// quantity it cannot apply, GPUs, an image it does not have).
 
 import (
 	"context"
@@ -32,6 +35,12 @@ func invalid(field, format string, args ...any) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
 }
 
+// unsupported is a request this driver cannot run (as the Docker driver,
+// FailedPrecondition).
+func unsupported(field, format string, args ...any) error {
+	return status.Errorf(codes.FailedPrecondition, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
 // validate checks a create request without touching anything.
 func (d *Driver) validate(ctx context.Context, sb *pb.DriverSandbox) error {
 	if sb == nil {
@@ -45,7 +54,7 @@ func (d *Driver) validate(ctx context.Context, sb *pb.DriverSandbox) error {
 	}
 	spec := sb.GetSpec()
 	if spec.GetResourceRequirements().GetGpu() != nil {
-		return invalid("sandbox.spec.resource_requirements.gpu", "GPUs are not supported by the skillrun driver")
+		return unsupported("sandbox.spec.resource_requirements.gpu", "GPUs are not supported by the skillrun driver")
 	}
 	for k, v := range spec.GetEnvironment() {
 		if !envKey.MatchString(k) || strings.ContainsRune(v, 0) {
@@ -71,16 +80,16 @@ func (d *Driver) validate(ctx context.Context, sb *pb.DriverSandbox) error {
 	}
 	image := d.imageOf(sb)
 	if image == "" {
-		return invalid("sandbox.spec.template.image", "is required (the driver has no default image)")
+		return unsupported("sandbox.spec.template.image", "is required (the driver has no default image)")
 	}
 	if d.cfg.ImagesDir == "" {
-		return invalid("sandbox.spec.template.image", "%q: the driver has no image layout (--images)", image)
+		return unsupported("sandbox.spec.template.image", "%q: the driver has no image layout (--images)", image)
 	}
 	if err := checkImage(ctx, d.cfg.ImagesDir, image); err != nil {
 		if errors.Is(err, errImageNotFound) {
-			return invalid("sandbox.spec.template.image", "%q is not in the image layout %s", image, d.cfg.ImagesDir)
+			return unsupported("sandbox.spec.template.image", "%q is not in the image layout %s", image, d.cfg.ImagesDir)
 		}
-		return invalid("sandbox.spec.template.image", "%q: %v", image, err)
+		return unsupported("sandbox.spec.template.image", "%q: %v", image, err)
 	}
 	return nil
 }
@@ -100,8 +109,10 @@ func (d *Driver) imageOf(sb *pb.DriverSandbox) string {
 	return d.cfg.DefaultImage
 }
 
-// resources turns the template's limits into OCI resources. Requests are
-// checked but not enforced (a single host has nothing to schedule).
+// resources turns the template's limits into OCI resources; validate and
+// buildSpec both call it, so what one accepts the other applies. Requests
+// are parsed as limits are but not enforced (a single host has nothing to
+// schedule).
 func (d *Driver) resources(r *pb.DriverResourceRequirements) (*specs.LinuxResources, error) {
 	out := &specs.LinuxResources{}
 	check := func(field, v string, parse func(string) (int64, error)) (int64, error) {
@@ -110,7 +121,7 @@ func (d *Driver) resources(r *pb.DriverResourceRequirements) (*specs.LinuxResour
 		}
 		n, err := parse(v)
 		if err != nil {
-			return 0, invalid("sandbox.spec.template.resources."+field, "%v", err)
+			return 0, unsupported("sandbox.spec.template.resources."+field, "%v", err)
 		}
 		return n, nil
 	}
@@ -120,16 +131,16 @@ func (d *Driver) resources(r *pb.DriverResourceRequirements) (*specs.LinuxResour
 	if _, err := check("memory_request", r.GetMemoryRequest(), parseBytes); err != nil {
 		return nil, err
 	}
-	milli, err := check("cpu_limit", r.GetCpuLimit(), parseMilliCPU)
+	milli, err := check("cpu_limit", r.GetCpuLimit(), cpuLimit)
 	if err != nil {
 		return nil, err
 	}
 	if milli > 0 {
-		period := uint64(100000)
-		quota := milli * 100
+		period := uint64(cpuPeriod)
+		quota := milli * cpuPeriod / 1000
 		out.CPU = &specs.LinuxCPU{Period: &period, Quota: &quota}
 	}
-	mem, err := check("memory_limit", r.GetMemoryLimit(), parseBytes)
+	mem, err := check("memory_limit", r.GetMemoryLimit(), memoryLimit)
 	if err != nil {
 		return nil, err
 	}

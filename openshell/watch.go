@@ -114,7 +114,7 @@ func (d *Driver) watch(ctx context.Context, send func(*pb.WatchSandboxesEvent) e
 		}
 		sort.Strings(sorted)
 		for _, id := range sorted {
-			unlock, ok := d.tryLock(id)
+			unlock, ok := d.tryRLock(id)
 			if !ok {
 				continue // a mutation is under way: it publishes its states
 			}

@@ -193,19 +193,17 @@ func TestWatchLateSubscriber(t *testing.T) {
 	w.none(t)
 }
 
-// TestWatchSkipsLockedSandbox: a look skips a sandbox whose lock is held
-// (a mutation under way, which publishes its own states; but also another
-// stream's look at it), so a stream's first snapshot lacks it until a
-// later look: the next poll, or a wake-up (notify).
+// TestWatchSkipsLockedSandbox: a look skips a sandbox a mutation holds
+// (the mutation publishes its own states), so a stream's first snapshot
+// lacks it until a later look: the next poll, or a wake-up (notify). A
+// sandbox another stream is looking at (its read lock) is not skipped:
+// streams never hide sandboxes from each other.
 func TestWatchSkipsLockedSandbox(t *testing.T) {
 	d := newDriver(t, testConfig(t, fake.New()))
 	c := serve(t, d)
 	create(t, d, "a")
 	create(t, d, "b")
-	unlock, ok := d.tryLock("a")
-	if !ok {
-		t.Fatal("a is locked")
-	}
+	unlock := d.lock("a")
 	w := watchGRPC(t, c)
 	w.want(t, "b "+condReady)
 	w.none(t)
@@ -213,6 +211,34 @@ func TestWatchSkipsLockedSandbox(t *testing.T) {
 	d.notify()
 	w.want(t, "a "+condReady)
 	w.none(t)
+
+	runlock, ok := d.tryRLock("a")
+	if !ok {
+		t.Fatal("a is locked")
+	}
+	defer runlock()
+	w2 := watchGRPC(t, c)
+	w2.want(t, "a "+condReady, "b "+condReady)
+	w2.none(t)
+}
+
+// TestWatchStreamsDoNotHideEachOther: many streams opened at once, with
+// fast polling, each get every sandbox in their first snapshot.
+func TestWatchStreamsDoNotHideEachOther(t *testing.T) {
+	cfg := testConfig(t, fake.New())
+	cfg.PollInterval = time.Millisecond
+	d := newDriver(t, cfg)
+	c := serve(t, d)
+	for _, id := range []string{"a", "b", "c"} {
+		create(t, d, id)
+	}
+	var ws []*watcher
+	for range 8 {
+		ws = append(ws, watchGRPC(t, c))
+	}
+	for _, w := range ws {
+		w.want(t, "a "+condReady, "b "+condReady, "c "+condReady)
+	}
 }
 
 // TestWatchExternalChanges: changes nobody announced (the container

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	apexlog "github.com/apex/log"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/urfave/cli/v2"
 	"google.golang.org/grpc"
@@ -47,14 +49,19 @@ func openshellCommand(e *env) *cli.Command {
 			``,
 			`runs a command in a sandbox.`),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "socket", Required: true, Usage: "Unix socket to listen on (its directory is made 0700)"},
-			&cli.StringFlag{Name: "supervisor-bin", Usage: "host path of OpenShell's sandbox supervisor, mounted read-only at " + openshell.SupervisorPath},
+			&cli.StringFlag{Name: "socket", Usage: "Unix socket to listen on (its directory is made 0700; required)"},
+			&cli.StringFlag{Name: "supervisor-bin", Usage: "host path of OpenShell's sandbox supervisor (openshell-sandbox), mounted read-only at " + openshell.SupervisorPath + " (required)"},
 			&cli.StringFlag{Name: "images", Usage: "OCI image layout directory holding the sandbox images, or an oci-archive file (a tar of one)"},
 			&cli.StringFlag{Name: "state", Value: defaultOpenShellState(), Usage: "directory for sandbox bundles, tokens and workspaces"},
-			&cli.StringFlag{Name: "endpoint", Usage: "gateway URL given to the supervisor (OPENSHELL_ENDPOINT)"},
+			&cli.StringFlag{Name: "endpoint", Usage: "gateway URL given to the supervisor (OPENSHELL_ENDPOINT; required), e.g. https://host.openshell.internal:8080"},
+			&cli.StringFlag{Name: "gateway-address", Usage: "address on this host where the endpoint's host name and host.openshell.internal lead (default: the endpoint's address, or 127.0.0.1)"},
+			&cli.StringFlag{Name: "tls-ca", Usage: "CA certificate the supervisor trusts for the gateway (mounted read-only at " + openshell.TLSCAPath + ")"},
+			&cli.StringFlag{Name: "tls-cert", Usage: "client certificate the supervisor presents to the gateway (mounted read-only at " + openshell.TLSCertPath + ")"},
+			&cli.StringFlag{Name: "tls-key", Usage: "the client certificate's key (mounted read-only at " + openshell.TLSKeyPath + ")"},
+			&cli.StringFlag{Name: "tls-dir", Usage: "directory holding ca.crt and client/tls.crt, client/tls.key (openshell-gateway generate-certs) or tls.crt, tls.key: instead of --tls-ca, --tls-cert, --tls-key"},
 			&cli.StringFlag{Name: "default-image", Usage: "image used when a sandbox template names none"},
 			&cli.StringFlag{Name: "sandbox-log-level", Value: "info", Usage: "OPENSHELL_LOG_LEVEL when the sandbox sets none"},
-			&cli.BoolFlag{Name: "host-network", Usage: "run sandboxes in the host's network namespace (they get only loopback otherwise)"},
+			&cli.BoolFlag{Name: "host-network", Usage: "run sandboxes in the host's network namespace instead of their own behind the egress allowlist"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -65,7 +72,71 @@ func openshellCommand(e *env) *cli.Command {
 	}
 }
 
+// openshellConfig is the driver's configuration from the command line,
+// without the runtime; a bad one is a usage error (exit 2).
+func (e *env) openshellConfig(c *cli.Context) (openshell.Config, error) {
+	for _, f := range []string{"socket", "supervisor-bin", "endpoint"} {
+		if c.String(f) == "" {
+			return openshell.Config{}, e.usageError("openshell-driver: --%s is required", f)
+		}
+	}
+	cfg := openshell.Config{
+		StateDir:      c.String("state"),
+		ImagesDir:     c.String("images"),
+		SupervisorBin: c.String("supervisor-bin"),
+		Endpoint:      c.String("endpoint"),
+		DefaultImage:  c.String("default-image"),
+		LogLevel:      c.String("sandbox-log-level"),
+		HostNetwork:   c.Bool("host-network"),
+		TLS:           openshell.TLSFiles{CA: c.String("tls-ca"), Cert: c.String("tls-cert"), Key: c.String("tls-key")},
+		Version:       version,
+	}
+	if d := c.String("tls-dir"); d != "" {
+		if cfg.TLS != (openshell.TLSFiles{}) {
+			return cfg, e.usageError("openshell-driver: --tls-dir or --tls-ca, --tls-cert, --tls-key, not both")
+		}
+		cfg.TLS = openshell.TLSDir(d)
+	}
+	if a := c.String("gateway-address"); a != "" {
+		addr, err := netip.ParseAddr(a)
+		if err != nil {
+			return cfg, e.usageError("openshell-driver: --gateway-address %q: not an IP address", a)
+		}
+		cfg.GatewayAddress = addr
+	}
+	if err := openshell.CheckConfig(cfg); err != nil {
+		return cfg, e.usageError("openshell-driver: %v", err)
+	}
+	return cfg, nil
+}
+
+// routeUmociLog sends the log of umoci (which unpacks images, logging
+// through apex/log's global logger to stderr) to the driver's log: its
+// progress lines at debug level, its warnings as warnings.
+func (e *env) routeUmociLog() {
+	apexlog.SetLevel(apexlog.DebugLevel)
+	apexlog.SetHandler(apexlog.HandlerFunc(func(entry *apexlog.Entry) error {
+		l := e.log.WithField("from", "umoci")
+		for k, v := range entry.Fields {
+			l = l.WithField(k, v)
+		}
+		switch {
+		case entry.Level >= apexlog.ErrorLevel:
+			l.Error(entry.Message)
+		case entry.Level == apexlog.WarnLevel:
+			l.Warn(entry.Message)
+		default:
+			l.Debug(entry.Message)
+		}
+		return nil
+	}))
+}
+
 func (e *env) serveOpenShell(c *cli.Context) error {
+	cfg, err := e.openshellConfig(c)
+	if err != nil {
+		return err
+	}
 	rt, err := e.engine(c)
 	if err != nil {
 		return err
@@ -74,6 +145,7 @@ func (e *env) serveOpenShell(c *cli.Context) error {
 	if _, err := exampleSpec(rootless); err != nil {
 		return err
 	}
+	e.routeUmociLog()
 	ctx, cancel := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 	// The socket first: a refused socket leaves no state directory behind.
@@ -82,21 +154,12 @@ func (e *env) serveOpenShell(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	drv, warnings, err := openshell.New(ctx, openshell.Config{
-		Runtime:       rt,
-		StateDir:      c.String("state"),
-		ImagesDir:     c.String("images"),
-		SupervisorBin: c.String("supervisor-bin"),
-		Endpoint:      c.String("endpoint"),
-		DefaultImage:  c.String("default-image"),
-		LogLevel:      c.String("sandbox-log-level"),
-		HostNetwork:   c.Bool("host-network"),
-		BaseSpec: func() *specs.Spec {
-			s, _ := exampleSpec(rootless)
-			return s
-		},
-		Version: version,
-	})
+	cfg.Runtime = rt
+	cfg.BaseSpec = func() *specs.Spec {
+		s, _ := exampleSpec(rootless)
+		return s
+	}
+	drv, warnings, err := openshell.New(ctx, cfg)
 	for _, w := range warnings {
 		e.log.Warn(w)
 	}

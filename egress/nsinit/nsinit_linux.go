@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -126,7 +127,7 @@ func bindAll(ports []int) (fds []int, r Reply, err error) {
 	fds = append(fds, udp)
 	r.TCP = WantPorts(ports)
 	for _, p := range r.TCP {
-		fd, err := bindSocket(unix.SOCK_STREAM, [4]byte{}, p)
+		fd, err := bindSocket(unix.SOCK_STREAM, listenAddr(p, ports), p)
 		if err != nil {
 			return fds, r, fmt.Errorf("egress: listen on port %d: %w", p, err)
 		}
@@ -193,6 +194,18 @@ func setupLo() error {
 	}
 	ip := SyntheticLo.As4()
 	return netlink.AddrAdd(lo, &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(ip[:]), Mask: net.CIDRMask(SyntheticPrefix.Bits(), 32)}})
+}
+
+// listenAddr is where the TCP listener of port p is bound: 0.0.0.0 for an
+// allowed port (connections to every synthetic address), 127.0.0.1 for
+// the DNS's and the proxy's own ports when no rule uses them, so that
+// the sandbox keeps those ports on its other addresses (OpenShell's
+// supervisor runs its proxy on 10.200.0.1:3128).
+func listenAddr(p int, allowed []int) [4]byte {
+	if (p == DNSPort || p == ProxyPort) && !slices.Contains(allowed, p) {
+		return [4]byte{127, 0, 0, 1}
+	}
+	return [4]byte{}
 }
 
 // bindSocket makes an IPv4 socket bound to ip:port (listening, for TCP).

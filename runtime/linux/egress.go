@@ -83,9 +83,11 @@ func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err e
 	}
 	done = func(ok bool) {
 		if ok {
-			// Nobody here waits for it: whoever inherits it reaps it
+			// It lives on its own. A caller that lives on (the OpenShell
+			// driver, one helper per container start) reaps it when it
+			// ends; one that exits first leaves it to whoever inherits it
 			// (init, or containerd's shim as a subreaper).
-			_ = cmd.Process.Release()
+			go func() { _ = cmd.Wait() }()
 			return
 		}
 		_ = cmd.Process.Kill()

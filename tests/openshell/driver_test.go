@@ -54,7 +54,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// env is one driver's world: its directories and its process.
+// env is one driver's world: its directories and its process, the
+// stand-in gateway its sandboxes dial and a trap listener they must not
+// reach.
 type env struct {
 	t                                  *testing.T
 	dir, root, state, images, sock, sv string
@@ -63,6 +65,14 @@ type env struct {
 	log                                *bytes.Buffer
 	conn                               *grpc.ClientConn
 	c                                  pb.ComputeDriverClient
+	pki                                *pki
+	gw                                 *gatewayStandIn
+	trap                               *trap
+}
+
+// endpoint is the gateway URL the driver gives its sandboxes.
+func (e *env) endpoint() string {
+	return fmt.Sprintf("https://host.openshell.internal:%d", e.gw.port)
 }
 
 func needRoot(t *testing.T) {
@@ -105,6 +115,9 @@ func newEnv(t *testing.T) *env {
 	if err := writeLayout(e.images, "busybox:test"); err != nil {
 		t.Fatal(err)
 	}
+	e.pki = newPKI(t, filepath.Join(dir, "tls"))
+	e.gw = startGateway(t, e.pki)
+	e.trap = startTrap(t)
 	e.startDriver()
 	return e
 }
@@ -118,7 +131,7 @@ func (e *env) startDriver() {
 	}
 	e.cmd = exec.Command(binary, "--root", e.root, "openshell-driver", "--socket", e.sock,
 		"--state", e.state, "--images", images, "--supervisor-bin", e.sv,
-		"--endpoint", "http://127.0.0.1:9/", "--default-image", "busybox:test")
+		"--endpoint", e.endpoint(), "--tls-dir", e.pki.dir, "--default-image", "busybox:test")
 	e.cmd.Stdout, e.cmd.Stderr = e.log, e.log
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -183,7 +196,7 @@ func writeLayout(dir, ref string) error {
 	}
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	for _, d := range []string{"bin/", "tmp/", "etc/", "proc/", "sys/", "dev/", "root/"} {
+	for _, d := range []string{"bin/", "tmp/", "etc/", "proc/", "sys/", "dev/", "root/", "run/"} {
 		tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755})
 	}
 	tw.WriteHeader(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb))})
@@ -200,7 +213,7 @@ func writeLayout(dir, ref string) error {
 	}
 	cfg, _ := json.Marshal(map[string]any{
 		"architecture": goarch(), "os": "linux",
-		"config": map[string]any{"Env": []string{"IMAGE_VAR=from-image"}},
+		"config": map[string]any{"Env": []string{"IMAGE_VAR=from-image", "OPENSHELL_SANDBOX_TOKEN=baked-in", "OPENSHELL_GATEWAY_TLS_SERVER_NAME=evil.example"}, "User": "65534:65534"},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{ldig}},
 	})
 	cdig, csize, err := put(cfg)
@@ -419,16 +432,48 @@ func (w *watcher) waitForN(t *testing.T, id, reason string, n int) {
 }
 
 type supervisorRecord struct {
-	Args         []string `json:"args"`
-	Env          []string `json:"env"`
-	TokenMode    string   `json:"token_mode"`
-	Token        string   `json:"token"`
-	SelfWriteErr string   `json:"self_write_err"`
-	SetuidOut    string   `json:"setuid_out"`
-	SetuidErr    string   `json:"setuid_err"`
-	NetnsMount   string   `json:"netns_mount_err"`
-	ChownErr     string   `json:"chown_err"`
-	KeyctlErr    string   `json:"keyctl_err"`
+	Args         []string          `json:"args"`
+	Env          []string          `json:"env"`
+	TokenMode    string            `json:"token_mode"`
+	Token        string            `json:"token"`
+	SelfWriteErr string            `json:"self_write_err"`
+	SetuidOut    string            `json:"setuid_out"`
+	SetuidErr    string            `json:"setuid_err"`
+	NetnsMount   string            `json:"netns_mount_err"`
+	ChownErr     string            `json:"chown_err"`
+	KeyctlErr    string            `json:"keyctl_err"`
+	Hosts        string            `json:"/etc/hosts"`
+	Resolv       string            `json:"/etc/resolv.conf"`
+	Network      map[string]string `json:"network"`
+	Resolved     map[string]string `json:"resolved"`
+	TLSFiles     map[string]string `json:"tls_files"`
+	Probes       map[string]string `json:"probes"`
+	Stream       string            `json:"stream"`
+	StreamErr    string            `json:"stream_err"`
+}
+
+// checkSupervisorNetwork: OpenShell's own network setup worked in the
+// sandbox's network namespace (behind the egress allowlist), each step as
+// the stand-in reported it.
+func checkSupervisorNetwork(t *testing.T, rec supervisorRecord) {
+	t.Helper()
+	for step, want := range map[string]string{
+		"ip netns add":                 "ok",
+		"veth pair":                    "ok",
+		"move veth into the netns":     "ok",
+		"address 10.200.0.1/24":        "ok",
+		"address 10.200.0.2/24":        "ok",
+		"default route via 10.200.0.1": "ok",
+		"proxy listen 10.200.0.1:3128": "ok",
+		"nftables table, NAT chain and redirect rule in the netns": "ok",
+		"listen 0.0.0.0:15001 in the netns":                        "ok",
+		"redirected 192.0.2.1:443":                                 "transparent",
+		"proxy from the netns":                                     "proxy",
+	} {
+		if got := rec.Network[step]; got != want {
+			t.Errorf("supervisor network setup %q: %q, want %q", step, got, want)
+		}
+	}
 }
 
 // supervisorCaps is what OpenShell's Docker driver gets from Docker for
@@ -522,11 +567,11 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 	w := e.watch()
 
 	caps, err := e.c.GetCapabilities(ctx(t), &pb.GetCapabilitiesRequest{})
-	if err != nil || caps.GetDriverName() != "skillrun" || caps.GetDefaultImage() != "busybox:test" {
+	if err != nil || caps.GetDriverName() != "skillrun" || caps.GetDefaultImage() != "busybox:test" || !caps.GetGatewayManagesLifecycle() {
 		t.Fatalf("GetCapabilities: %v %v", caps, err)
 	}
-	if r, err := e.c.GetGatewayListenerRequirements(ctx(t), &pb.GetGatewayListenerRequirementsRequest{}); err != nil || len(r.GetRequirements()) != 0 {
-		t.Fatalf("GetGatewayListenerRequirements: %v %v", r, err)
+	if r, err := e.c.GetGatewayListenerRequirements(ctx(t), &pb.GetGatewayListenerRequirementsRequest{}); err != nil || len(r.GetRequirements()) != 1 || r.GetRequirements()[0].GetLoopbackInterface() == nil {
+		t.Fatalf("GetGatewayListenerRequirements: %v %v; want the loopback listener", r, err)
 	}
 	if _, err := e.c.EnsureWorkspace(ctx(t), &pb.EnsureWorkspaceRequest{Workspace: "ws1"}); err != nil {
 		t.Fatal(err)
@@ -577,7 +622,13 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 		envm[k] = v
 	}
 	for k, want := range map[string]string{
-		"OPENSHELL_ENDPOINT":           "http://127.0.0.1:9/",
+		"OPENSHELL_ENDPOINT":           e.endpoint(),
+		"OPENSHELL_TLS_CA":             "/etc/openshell/tls/client/ca.crt",
+		"OPENSHELL_TLS_CERT":           "/etc/openshell/tls/client/tls.crt",
+		"OPENSHELL_TLS_KEY":            "/etc/openshell/tls/client/tls.key",
+		"OPENSHELL_OCI_IMAGE_USER":     "65534:65534",
+		"OPENSHELL_SANDBOX_UID":        "",
+		"OPENSHELL_SANDBOX_GID":        "",
 		"OPENSHELL_SANDBOX_ID":         "sb1",
 		"OPENSHELL_SANDBOX":            "name-sb1",
 		"OPENSHELL_LOG_LEVEL":          "debug",
@@ -591,8 +642,22 @@ func TestOpenShellDriverLifecycle(t *testing.T) {
 			t.Errorf("supervisor env %s=%q, want %q", k, envm[k], want)
 		}
 	}
+	for _, k := range []string{"OPENSHELL_SANDBOX_TOKEN", "OPENSHELL_GATEWAY_TLS_SERVER_NAME"} {
+		if v, ok := envm[k]; ok {
+			t.Errorf("the image's %s=%q reached the supervisor", k, v)
+		}
+	}
+	for _, k := range []string{"OPENSHELL_SANDBOX_UID", "OPENSHELL_SANDBOX_GID", "OPENSHELL_OCI_IMAGE_USER"} {
+		if _, ok := envm[k]; !ok {
+			t.Errorf("%s is not set (the Docker driver sets it)", k)
+		}
+	}
 	if rec.Token != "token-of-sb1" || rec.TokenMode != "400" {
 		t.Errorf("token file: %q mode %s", rec.Token, rec.TokenMode)
+	}
+	checkSupervisorNetwork(t, rec)
+	if !strings.HasPrefix(rec.Stream, "open") {
+		t.Errorf("the supervisor holds no stream to the gateway: %q %q", rec.Stream, rec.StreamErr)
 	}
 	if !strings.Contains(rec.SelfWriteErr, "read-only file system") {
 		t.Errorf("the supervisor binary is writable in the sandbox: %s", rec.SelfWriteErr)
@@ -800,30 +865,38 @@ func checkCgroup(t *testing.T, e *env, id, what string, files func(v2 bool, ctrl
 func TestOpenShellDriverBadRequests(t *testing.T) {
 	e := newEnv(t)
 	mod := func(f func(*pb.DriverSandbox)) *pb.DriverSandbox { s := sandbox("bad"); f(s); return s }
+	inv, pre := codes.InvalidArgument, codes.FailedPrecondition
 	cases := map[string]struct {
 		sb    *pb.DriverSandbox
+		code  codes.Code
 		field string
 	}{
-		"no sandbox":    {nil, "sandbox:"},
-		"no id":         {mod(func(s *pb.DriverSandbox) { s.Id = "" }), "sandbox.id"},
-		"path in id":    {mod(func(s *pb.DriverSandbox) { s.Id = "../../etc" }), "sandbox.id"},
-		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), "sandbox.name"},
-		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), "sandbox.spec.template.image"},
-		"bad cpu limit": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "lots" }), "sandbox.spec.template.resources.cpu_limit"},
-		"bad memory":    {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "-1Gi" }), "sandbox.spec.template.resources.memory_limit"},
+		"no sandbox":    {nil, inv, "sandbox:"},
+		"no id":         {mod(func(s *pb.DriverSandbox) { s.Id = "" }), inv, "sandbox.id"},
+		"path in id":    {mod(func(s *pb.DriverSandbox) { s.Id = "../../etc" }), inv, "sandbox.id"},
+		"no name":       {mod(func(s *pb.DriverSandbox) { s.Name = "" }), inv, "sandbox.name"},
+		"unknown image": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Image = "nosuch:1" }), pre, "sandbox.spec.template.image"},
+		"bad cpu limit": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "lots" }), pre, "sandbox.spec.template.resources.cpu_limit"},
+		"bad memory":    {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "-1Gi" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		// Below what the kernel and the runtime apply: refused by
+		// Validate, not Internal at Create (the cgroup write).
+		"cpu limit 1m":     {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.CpuLimit = "1m" }), pre, "sandbox.spec.template.resources.cpu_limit"},
+		"memory limit 1m":  {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "1m" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		"memory limit 4Ki": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "4Ki" }), pre, "sandbox.spec.template.resources.memory_limit"},
+		"memory limit 3Mi": {mod(func(s *pb.DriverSandbox) { s.Spec.Template.Resources.MemoryLimit = "3Mi" }), pre, "sandbox.spec.template.resources.memory_limit"},
 		"gpu": {mod(func(s *pb.DriverSandbox) {
 			s.Spec.ResourceRequirements = &pb.ResourceRequirements{Gpu: &pb.GpuResourceRequirements{}}
-		}), "sandbox.spec.resource_requirements.gpu"},
-		"env with =":     {mod(func(s *pb.DriverSandbox) { s.Spec.Environment["A=B"] = "x" }), "sandbox.spec.environment"},
-		"empty command0": {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{""} }), "sandbox.spec.command[0]"},
+		}), pre, "sandbox.spec.resource_requirements.gpu"},
+		"env with =":     {mod(func(s *pb.DriverSandbox) { s.Spec.Environment["A=B"] = "x" }), inv, "sandbox.spec.environment"},
+		"empty command0": {mod(func(s *pb.DriverSandbox) { s.Spec.Command = []string{""} }), inv, "sandbox.spec.command[0]"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, verr := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: c.sb})
 			_, cerr := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: c.sb})
 			for what, err := range map[string]error{"ValidateSandboxCreate": verr, "CreateSandbox": cerr} {
-				if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), c.field) {
-					t.Errorf("%s: %v; want InvalidArgument naming %s", what, err, c.field)
+				if status.Code(err) != c.code || !strings.Contains(status.Convert(err).Message(), c.field) {
+					t.Errorf("%s: %v; want %v naming %s", what, err, c.code, c.field)
 				}
 			}
 		})
@@ -1073,7 +1146,7 @@ func TestOpenShellDriverOCIArchive(t *testing.T) {
 			return s
 		}()})
 		return err
-	}(), codes.InvalidArgument, "an image the archive does not hold")
+	}(), codes.FailedPrecondition, "an image the archive does not hold")
 }
 
 // tarDir writes the regular files and directories under dir into a tar
@@ -1167,7 +1240,8 @@ func TestOpenShellDriverGrpcurl(t *testing.T) {
 }
 
 // TestOpenShellDriverRefuses: bad command lines fail at once with one
-// clear line, a non-zero status, and leave no socket or state behind.
+// clear line, exit 2 (a usage error) but for a socket that cannot be
+// made, and leave no socket or state behind.
 func TestOpenShellDriverRefuses(t *testing.T) {
 	if binaryErr != nil {
 		t.Skipf("skillrun binary: %v", binaryErr)
@@ -1177,14 +1251,36 @@ func TestOpenShellDriverRefuses(t *testing.T) {
 	os.Mkdir(real, 0o700)
 	os.Symlink(real, filepath.Join(dir, "link"))
 	state := filepath.Join(dir, "state")
+	sv := filepath.Join(dir, "sv")
+	os.WriteFile(sv, []byte("#!/bin/sh\n"), 0o755)
+	p := newPKI(t, filepath.Join(dir, "tls"))
+	sock := filepath.Join(real, "s.sock")
+	good := []string{"--socket", sock, "--state", state, "--supervisor-bin", sv, "--endpoint", "https://host.openshell.internal:8080", "--tls-dir", p.dir}
+	with := func(args ...string) []string { return append(append([]string{}, good...), args...) }
+	without := func(flag string) []string {
+		var out []string
+		for i := 0; i < len(good); i += 2 {
+			if good[i] != flag {
+				out = append(out, good[i], good[i+1])
+			}
+		}
+		return out
+	}
 	cases := map[string]struct {
 		args []string
+		code int
 		want string
 	}{
-		"no socket":              {[]string{"--state", state}, "Required flag"},
-		"symlinked socket dir":   {[]string{"--socket", filepath.Join(dir, "link", "s.sock"), "--state", state}, "not a symlink"},
-		"missing supervisor bin": {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "--supervisor-bin", filepath.Join(dir, "nosuch")}, "supervisor binary"},
-		"extra argument":         {[]string{"--socket", filepath.Join(real, "s.sock"), "--state", state, "extra"}, "argument"},
+		"no socket":              {without("--socket"), 2, "openshell-driver: --socket is required"},
+		"no supervisor bin":      {without("--supervisor-bin"), 2, "openshell-driver: --supervisor-bin is required"},
+		"no endpoint":            {without("--endpoint"), 2, "openshell-driver: --endpoint is required"},
+		"missing supervisor bin": {with("--supervisor-bin", filepath.Join(dir, "nosuch")), 2, "supervisor binary: stat " + filepath.Join(dir, "nosuch")},
+		"https without TLS":      {without("--tls-dir"), 2, "TLS: the CA, the client certificate and its key are all needed"},
+		"TLS dir and file":       {with("--tls-ca", filepath.Join(p.dir, "ca.crt")), 2, "--tls-dir or --tls-ca, --tls-cert, --tls-key, not both"},
+		"plaintext endpoint":     {append(without("--tls-dir"), "--endpoint", "http://host.openshell.internal:8080"), 2, "the egress allowlist cannot pass plaintext gRPC"},
+		"bad gateway address":    {with("--gateway-address", "gw.example"), 2, `gw.example`},
+		"symlinked socket dir":   {with("--socket", filepath.Join(dir, "link", "s.sock")), 1, "not a symlink"},
+		"extra argument":         {with("extra"), 1, "argument"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -1197,8 +1293,11 @@ func TestOpenShellDriverRefuses(t *testing.T) {
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("exit: %v (timeout: %v)", err, ctx.Err())
 			}
-			if !strings.Contains(stderr.String(), c.want) {
-				t.Errorf("stderr %q does not say %q", stderr.String(), c.want)
+			if code := cmd.ProcessState.ExitCode(); code != c.code {
+				t.Errorf("exit code %d, want %d", code, c.code)
+			}
+			if !strings.Contains(stderr.String(), c.want) || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+				t.Errorf("stderr %q: want one line saying %q", stderr.String(), c.want)
 			}
 			if _, err := os.Lstat(state); err == nil {
 				t.Error("state directory created")
@@ -1208,4 +1307,33 @@ func TestOpenShellDriverRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpenShellDriverQuantities: Kubernetes' forms of quantities reach the
+// container's cgroups, and the smallest limits Validate accepts are ones
+// the runtime applies (Create succeeds: runc sets the cgroup limits before
+// it answers).
+func TestOpenShellDriverQuantities(t *testing.T) {
+	e := newEnv(t)
+	sb := sandbox("k8s")
+	sb.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "+1", MemoryLimit: "129e6"}
+	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sb}); err != nil {
+		t.Fatalf("create with +1 CPU and 129e6 bytes: %v\n%s", err, e.log)
+	}
+	e.waitReady("k8s", "BackendReady")
+	checkCPUQuota(t, e, "k8s", "100000")
+	checkMemoryLimit(t, e, "k8s", int64(129e6)/4096*4096) // the kernel keeps whole pages
+	sb = sandbox("min")
+	sb.Spec.Template.Resources = &pb.DriverResourceRequirements{CpuLimit: "10m", MemoryLimit: "6Mi"}
+	if _, err := e.c.ValidateSandboxCreate(ctx(t), &pb.ValidateSandboxCreateRequest{Sandbox: sb}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sb}); err != nil {
+		t.Fatalf("create with the smallest limits (10m, 6Mi): %v\n%s", err, e.log)
+	}
+	r, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxId: "min"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a sandbox with the smallest limits (10m, 6Mi): %v", r.GetSandbox().GetStatus().GetConditions())
 }
