@@ -24,6 +24,11 @@ func TestSkillProfileTranslates(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := []spec.Option{spec.WithBundleDir(t.TempDir()), spec.WithHostID(501, 20)}
+			if !s.HasEntry() {
+				// A skill used through its scripts: one of them, as skill
+				// exec runs it.
+				opts = append(opts, spec.WithExec(spec.Exec{Args: []string{"sh", "-c", "ls"}}))
+			}
 			sp, err := spec.Generate(s, "darwin", opts...)
 			var pe *spec.PolicyError
 			if errors.As(err, &pe) {
