@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,6 +48,7 @@ func benchRelay(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	s := newServer(&policy.Policy{Rules: []policy.Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
+	s.maxRelayed = math.MaxInt // b.N connections: the per-connection cost, not the bound
 	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)
@@ -58,7 +60,7 @@ func benchRelay(b *testing.B, path string) {
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); s.relay(context.Background(), c, nil, "api.test", port) }()
+			go func() { defer c.Close(); s.relay(context.Background(), newClientConn(c), "api.test", port, nil) }()
 		}
 	}()
 	benchClient(b, l.Addr().String(), path, port)
