@@ -142,8 +142,10 @@ func newServer(p *policy.Policy) *server {
 		live:   map[net.Conn]struct{}{},
 		bulk:   newBulkBuffers(maxBulkBuffers),
 
-		parsers: make(chan struct{}, maxHeadParsers),
-		maxOpen: maxOpenConns, maxRelayed: maxRelayed, headTimeout: headTimeout,
+		parsers:     make(chan struct{}, maxHeadParsers),
+		maxOpen:     maxOpenConns,
+		maxRelayed:  maxRelayed,
+		headTimeout: headTimeout,
 	}
 }
 
