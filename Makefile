@@ -67,8 +67,8 @@ conformance: static ## OCI runtime-tools validation suite against skillrun and r
 security-report: static ## containment probes as root and rootless; regenerates docs/security.md's results table
 	SKILLRUN=$(CURDIR)/$(BIN) hack/security-report.sh
 
-fuzz: ## short fuzz run of every target (FUZZTIME=10s each)
-	hack/fuzz.sh
+fuzz: ## long fuzz run of every target (FUZZTIME=2m each; make test runs them 10s each)
+	FUZZTIME=$${FUZZTIME:-2m} hack/fuzz.sh
 
 demo: static ## the main job: run the example skills sandboxed (as root: also rootless, as skillrun-test)
 	@hack/install-deps.sh demo

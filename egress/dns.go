@@ -19,7 +19,7 @@ const dnsTTL = 300
 // serveUDP answers DNS queries on the sandbox's UDP socket until it is
 // closed.
 func (s *server) serveUDP(c *net.UDPConn) {
-	buf := make([]byte, 1500)
+	buf := make([]byte, dnsUDPSize)
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -34,17 +34,31 @@ func (s *server) serveUDP(c *net.UDPConn) {
 	}
 }
 
-// serveDNSTCP answers DNS over TCP (two-byte length prefixes).
+// serveDNSTCP answers DNS over TCP (two-byte length prefixes): each
+// query of up to maxDNSQuery bytes, whole within headTimeout.
 func (s *server) serveDNSTCP(c net.Conn) {
 	var l [2]byte
-	buf := make([]byte, 65535)
+	var buf []byte
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(peekTimeout))
-		if _, err := io.ReadFull(c, l[:]); err != nil {
+		_ = c.SetReadDeadline(time.Now().Add(s.headTimeout))
+		if got, err := io.ReadFull(c, l[:]); err != nil {
+			if got > 0 && isTimeout(err) { // (an idle connection is just closed)
+				s.refuse("127.0.0.1", DNSPort, limitPrefix+"DNS query not complete within %v", s.headTimeout)
+			}
 			return
 		}
 		n := int(binary.BigEndian.Uint16(l[:]))
+		if n > maxDNSQuery {
+			s.refuse("127.0.0.1", DNSPort, limitPrefix+"DNS query over %d bytes", maxDNSQuery)
+			return
+		}
+		if buf == nil {
+			buf = make([]byte, maxDNSQuery)
+		}
 		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+			if isTimeout(err) {
+				s.refuse("127.0.0.1", DNSPort, limitPrefix+"DNS query not complete within %v", s.headTimeout)
+			}
 			return
 		}
 		resp := s.answer(buf[:n])
@@ -98,7 +112,7 @@ func (s *server) answer(q []byte) []byte {
 	}
 	a, ok := s.addrFor(name)
 	if !ok {
-		s.refuse(name, 0, "DNS: too many names")
+		s.refuse(name, 0, limitPrefix+"DNS answers for %d names", maxNames)
 		rh.RCode = dnsmessage.RCodeServerFailure
 		return build(rh, &question, nil)
 	}

@@ -2,75 +2,20 @@ package egress
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skillrun/skillrun/egress/policy"
 )
-
-// recorder keeps every byte read through it, to replay them upstream,
-// until it is turned off.
-type recorder struct {
-	r   io.Reader
-	buf bytes.Buffer
-	off bool
-}
-
-func (r *recorder) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if !r.off {
-		r.buf.Write(p[:n])
-	}
-	return n, err
-}
-
-// stop turns recording off and drops what was kept.
-func (r *recorder) stop() {
-	r.off = true
-	r.buf = bytes.Buffer{}
-}
-
-// helloConn is the net.Conn crypto/tls parses a ClientHello from: reads
-// come from the client, writes (an alert) go nowhere.
-type helloConn struct{ r io.Reader }
-
-func (c helloConn) Read(p []byte) (int, error)       { return c.r.Read(p) }
-func (c helloConn) Write(p []byte) (int, error)      { return len(p), nil }
-func (c helloConn) Close() error                     { return nil }
-func (c helloConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
-func (c helloConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
-func (c helloConn) SetDeadline(time.Time) error      { return nil }
-func (c helloConn) SetReadDeadline(time.Time) error  { return nil }
-func (c helloConn) SetWriteDeadline(time.Time) error { return nil }
-
-var errHelloRead = errors.New("client hello read")
-
-// clientHelloSNI reads a TLS ClientHello from r with the standard
-// library's parser and returns its server name ("" when it has none).
-func clientHelloSNI(r io.Reader) (string, error) {
-	var sni string
-	got := false
-	srv := tls.Server(helloConn{r}, &tls.Config{
-		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
-			sni, got = h.ServerName, true
-			return nil, errHelloRead
-		},
-	})
-	err := srv.Handshake()
-	if !got {
-		return "", err
-	}
-	return sni, nil
-}
 
 // hostMatches reports whether an HTTP Host value names name (with, if
 // any, port).
@@ -90,114 +35,330 @@ func hostMatches(host, name string, port int) bool {
 // an HTTP request line (RFC 9112 2.2 lets a server ignore them).
 const maxLeadingEOL = 16
 
-// relay checks the first bytes of a connection the policy allows to
-// name:port (TLS: SNI; HTTP: Host, of every request), connects to the
-// host (or uses up) and copies both ways. pre are bytes already read
-// from c. Anything that is neither a TLS ClientHello nor an HTTP request
-// is refused: only those two carry the name the check needs.
-func (s *server) relay(ctx context.Context, c *net.TCPConn, pre []byte, name string, port int, up ...*net.TCPConn) {
-	var u *net.TCPConn
-	if len(up) > 0 {
-		u = up[0]
+// clientConn is the sandbox's end of a connection the server reads
+// requests or a ClientHello from: the socket, under a budget (lim) while
+// a head is read, through one small reader.
+type clientConn struct {
+	c   *net.TCPConn
+	lim *limitReader
+	br  *bufio.Reader
+}
+
+// deadline sets the socket's read deadline (none without a socket: the
+// fuzz targets read from memory).
+func (cc *clientConn) deadline(t time.Time) {
+	if cc.c != nil {
+		_ = cc.c.SetReadDeadline(t)
 	}
-	tracked := false
-	defer func() {
-		if !tracked && u != nil {
-			u.Close()
+}
+
+func newClientConn(c *net.TCPConn) *clientConn {
+	cc := &clientConn{c: c, lim: &limitReader{r: c}}
+	cc.lim.lift()
+	cc.br = bufio.NewReaderSize(cc.lim, headReadAhead)
+	return cc
+}
+
+// passRest writes the bytes read from the client and not yet used to u,
+// then copies the rest of the connection to it as it comes.
+func (s *server) passRest(u *net.TCPConn, cc *clientConn) {
+	if n := cc.br.Buffered(); n > 0 {
+		b, _ := cc.br.Peek(n)
+		if _, err := u.Write(b); err != nil {
+			return
 		}
-	}()
-	_ = c.SetReadDeadline(time.Now().Add(peekTimeout))
-	rec := &recorder{r: io.MultiReader(bytes.NewReader(pre), c)}
-	br := bufio.NewReader(rec)
-	first, err := br.Peek(1)
+		_, _ = cc.br.Discard(n)
+	}
+	_, _ = s.copyBulk(u, cc.c, -1)
+}
+
+// refuseRead records why reading a head from the sandbox failed: a
+// bound (size, time) or what was read. A connection closed before
+// sending anything is not a refusal.
+func (s *server) refuseRead(host string, port int, what string, err error, hit bool, size int, unreadable string) {
+	var ne net.Error
+	var r refusal
+	switch {
+	case hit || errors.Is(err, errLimit):
+		s.refuse(host, port, limitPrefix+"%s over %d bytes", what, size)
+	case errors.As(err, &ne) && ne.Timeout():
+		s.refuse(host, port, limitPrefix+"%s not complete within %v", what, s.headTimeout)
+	case errors.As(err, &r):
+		s.refuse(host, port, "%s", string(r))
+	case errors.Is(err, io.EOF):
+	default:
+		s.refuse(host, port, "%s", unreadable)
+	}
+}
+
+// relay serves a connection the policy allows to name:port: the
+// synthetic address's, or a CONNECT tunnel's (addrs: the name's
+// addresses, resolved before the tunnel was opened). Its first bytes
+// must be a TLS ClientHello whose SNI is the name, or an HTTP request
+// whose Host (of every request) names it; anything else is refused, as
+// only those carry the name the check needs. The host is connected to
+// only after the first bytes passed.
+func (s *server) relay(ctx context.Context, cc *clientConn, name string, port int, addrs []netip.Addr) {
+	deadline := time.Now().Add(s.headTimeout)
+	cc.deadline(deadline)
+	first, err := cc.br.Peek(1)
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.refuse(name, port, limitPrefix+"nothing sent within %v", s.headTimeout)
+		}
 		return
 	}
-	httpMode := false
-	if first[0] == 0x16 { // TLS handshake record
-		sni, err := clientHelloSNI(br)
-		if err != nil {
-			s.refuse(name, port, "TLS: unreadable ClientHello")
-			return
-		}
-		if sni == "" {
-			s.refuse(name, port, "TLS: ClientHello without a server name (SNI)")
-			return
-		}
-		if n, _ := policy.NormalizeName(sni); n != name {
-			s.refuse(name, port, "TLS: server name (SNI) %q does not match", printable(sni))
-			return
-		}
-	} else {
-		// HTTP: empty lines before the request line are dropped (the
-		// request is written anew upstream, never passed as read), then
-		// a letter must start the method (any case: servers take "get"
-		// too) and the whole head must parse as a request. Anything else
-		// (binary, a space, SSH's banner, bytes an origin might read as
-		// the start of another request) is refused: fail closed.
-		skipped := 0
-		for first[0] == '\r' || first[0] == '\n' {
-			if skipped++; skipped > maxLeadingEOL {
-				s.refuse(name, port, "HTTP: more than %d empty lines before the request", maxLeadingEOL)
-				return
-			}
-			_, _ = br.Discard(1)
-			if first, err = br.Peek(1); err != nil {
-				return
-			}
-		}
-		if !isLetter(first[0]) {
-			s.refuse(name, port, "neither TLS nor HTTP (first byte 0x%02x)", first[0])
-			return
-		}
-		httpMode = true
-		// Requests are written anew, never replayed: keeping what the
-		// connection carries would hold a whole upload in memory.
-		rec.stop()
-	}
-	var req *http.Request
-	if httpMode {
-		if req, err = http.ReadRequest(br); err != nil {
-			s.refuse(name, port, "HTTP: unreadable request")
-			return
-		}
-		if !s.requestOK(req, name, port) {
-			return
-		}
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	if u == nil {
-		if u, err = s.dial(ctx, name, port); err != nil {
-			s.refuse(name, port, "%v", err)
-			return
-		}
-	}
-	if !s.track(u) {
+	if first[0] == recordHandshake {
+		s.relayTLS(ctx, cc, name, port, addrs, deadline)
 		return
 	}
-	tracked = true
+	req, ok := s.readRequest(cc, name, port, deadline)
+	if !ok || !s.requestOK(req, name, port) {
+		return
+	}
+	u, ok := s.open(ctx, name, port, addrs)
+	if !ok {
+		return
+	}
 	defer s.untrack(u)
 	defer u.Close()
+	s.relayHTTP(cc, req, u, name, port)
+}
+
+// open connects to name:port (to addrs when the name was resolved
+// already), registers the connection and counts it.
+func (s *server) open(ctx context.Context, name string, port int, addrs []netip.Addr) (*net.TCPConn, bool) {
+	var u *net.TCPConn
+	var err error
+	if addrs == nil {
+		u, err = s.dial(ctx, name, port)
+	} else {
+		u, err = s.connect(ctx, addrs, port)
+	}
+	if err != nil {
+		s.refuse(name, port, "%v", err)
+		return nil, false
+	}
+	if !s.track(u) {
+		u.Close()
+		return nil, false
+	}
 	s.mu.Lock()
 	s.report.Connections++
 	s.mu.Unlock()
+	return u, true
+}
 
-	if httpMode {
-		s.relayHTTP(br, req, c, u, name, port)
+// readRequest reads one request head from the client within the bounds:
+// deadline (zero for the next request of a kept-alive connection: then
+// headTimeout from its first byte), maxHeadBytes, one of maxHeadParsers.
+// Up to maxLeadingEOL empty lines before it are dropped (the request is
+// written anew upstream, never passed as read); then a letter must start
+// the method (any case: servers take "get" too). Anything else (binary,
+// a space, bytes an origin might read as the start of another request)
+// is refused: fail closed. host and port name the refusals.
+func (s *server) readRequest(cc *clientConn, host string, port int, deadline time.Time) (*http.Request, bool) {
+	if deadline.IsZero() {
+		// Between requests the client may wait as long as it likes (the
+		// connection counts against maxOpenConns); the head may not.
+		if _, err := cc.br.Peek(1); err != nil {
+			return nil, false
+		}
+		deadline = time.Now().Add(s.headTimeout)
+		cc.deadline(deadline)
+	}
+	defer cc.deadline(time.Time{})
+	for skipped := 0; ; skipped++ {
+		b, err := cc.br.Peek(1)
+		if err != nil {
+			s.refuseRead(host, port, "request head", err, false, maxHeadBytes, "HTTP: unreadable request")
+			return nil, false
+		}
+		if b[0] != '\r' && b[0] != '\n' {
+			if !isLetter(b[0]) {
+				s.refuse(host, port, "neither TLS nor HTTP (first byte 0x%02x)", b[0])
+				return nil, false
+			}
+			break
+		}
+		if skipped >= maxLeadingEOL {
+			s.refuse(host, port, "HTTP: more than %d empty lines before the request", maxLeadingEOL)
+			return nil, false
+		}
+		_, _ = cc.br.Discard(1)
+	}
+	if !s.parsing(deadline) {
+		s.refuse(host, port, limitPrefix+"request head not complete within %v", s.headTimeout)
+		return nil, false
+	}
+	cc.lim.limit(maxHeadBytes + headReadAhead)
+	req, err := http.ReadRequest(cc.br)
+	hit := cc.lim.hit
+	cc.lim.lift()
+	<-s.parsers
+	if err != nil {
+		switch {
+		case !time.Now().Before(deadline):
+			// (The parser may drop the timeout of a line cut short
+			// and fail on the line instead.)
+			err = os.ErrDeadlineExceeded
+		case errors.Is(err, io.EOF):
+			err = io.ErrUnexpectedEOF // the head had begun
+		}
+		s.refuseRead(host, port, "request head", err, hit, maxHeadBytes, "HTTP: unreadable request")
+		return nil, false
+	}
+	return req, true
+}
+
+// parsing takes one of the head parsers, waiting until deadline.
+func (s *server) parsing(deadline time.Time) bool {
+	select {
+	case s.parsers <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case s.parsers <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// relayTLS checks a connection that starts with a TLS record: its
+// ClientHello (exactly its records, up to maxHelloBytes) must name the
+// name, unambiguously. Only then is the host connected to and given the
+// ClientHello, and nothing more of the client's passes until the host
+// answers with a TLS record (a host that does not speak TLS never reads
+// what follows); what the client sends next must be TLS records too
+// (plaintext after a ClientHello is refused), and after a
+// HelloRetryRequest the second ClientHello is checked as the first.
+func (s *server) relayTLS(ctx context.Context, cc *clientConn, name string, port int, addrs []netip.Addr, deadline time.Time) {
+	hello, ok := s.readHello(cc, name, port, deadline)
+	if !ok {
+		return
+	}
+	u, ok := s.open(ctx, name, port, addrs)
+	if !ok {
+		return
+	}
+	defer s.untrack(u)
+	defer u.Close()
+	if _, err := u.Write(hello); err != nil {
+		return
+	}
+	rec, retry, err := serverAnswer(u)
+	if err != nil {
+		var r refusal
+		if errors.As(err, &r) {
+			s.refuse(name, port, "%s", string(r))
+		}
+		return
+	}
+	if _, err := cc.c.Write(rec); err != nil {
 		return
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.copyBulk(c, u, -1)
-		_ = c.CloseWrite()
+		_, _ = s.copyBulk(cc.c, u, -1)
+		_ = cc.c.CloseWrite()
 	}()
-	// What the checks read, then the rest straight from the socket.
-	if _, err := u.Write(rec.buf.Bytes()); err == nil {
-		_, _ = s.copyBulk(u, c, -1)
+	defer func() {
+		_ = u.CloseWrite()
+		<-done
+	}()
+	// The client's next records: a change_cipher_spec (TLS 1.3's
+	// middlebox compatibility), then, after a HelloRetryRequest, the
+	// second ClientHello; any other record ends the checks. A refusal
+	// closes the host's end at once (it may be waiting for more).
+	refuse := func(reason string) {
+		s.refuse(name, port, "%s", reason)
+		u.Close()
 	}
-	_ = u.CloseWrite()
-	<-done
+	for {
+		h, err := cc.br.Peek(recordHeaderLen)
+		if !recordPrefixOK(h) {
+			refuse("TLS: plaintext after the ClientHello")
+			return
+		}
+		if err != nil || h[0] == recordAlert {
+			break
+		}
+		if h[0] == recordChangeCipherSpec && retry {
+			ccs := make([]byte, recordHeaderLen+int(binary.BigEndian.Uint16(h[3:5])))
+			if _, err := io.ReadFull(cc.br, ccs); err != nil {
+				return
+			}
+			if _, err := u.Write(ccs); err != nil {
+				return
+			}
+			continue
+		}
+		if retry {
+			retry = false
+			if h[0] != recordHandshake {
+				refuse("TLS: no second ClientHello after a HelloRetryRequest")
+				return
+			}
+			again, ok := s.readHello(cc, name, port, time.Now().Add(s.headTimeout))
+			if !ok {
+				u.Close()
+				return
+			}
+			if _, err := u.Write(again); err != nil {
+				return
+			}
+			continue
+		}
+		break
+	}
+	s.passRest(u, cc)
+}
+
+// recordPrefixOK reports whether h, up to 5 bytes, may start a TLS
+// record.
+func recordPrefixOK(h []byte) bool {
+	if len(h) >= recordHeaderLen {
+		return isRecordHeader(h)
+	}
+	return (len(h) < 1 || h[0] >= recordChangeCipherSpec && h[0] <= recordApplicationData) && (len(h) < 2 || h[1] == 3)
+}
+
+// readHello reads and checks a ClientHello for name:port, whole by
+// deadline, and returns its records, or refuses it.
+func (s *server) readHello(cc *clientConn, name string, port int, deadline time.Time) ([]byte, bool) {
+	cc.deadline(deadline)
+	defer cc.deadline(time.Time{})
+	cc.lim.limit(maxHelloBytes + headReadAhead)
+	raw, sni, err := checkClientHello(cc.br)
+	hit := cc.lim.hit
+	cc.lim.lift()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // the record had begun
+		}
+		s.refuseRead(name, port, "ClientHello", err, hit, maxHelloBytes, "TLS: unreadable ClientHello")
+		return nil, false
+	}
+	if sni == "" {
+		s.refuse(name, port, "TLS: ClientHello without a server name (SNI)")
+		return nil, false
+	}
+	if n, _ := policy.NormalizeName(sni); n != name {
+		s.refuse(name, port, "TLS: server name (SNI) %s does not match", quoted(sni))
+		return nil, false
+	}
+	return raw, true
 }
 
 func isLetter(b byte) bool { return b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' }
@@ -210,19 +371,28 @@ type sent struct {
 	upgrade chan bool
 }
 
+// forResponse is what a response's parser needs of its request (the
+// method frames the body): a queued request keeps nothing else of the
+// sandbox's head.
+func forResponse(req *http.Request) *http.Request {
+	return &http.Request{Method: req.Method, Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor}
+}
+
 // relayHTTP forwards the requests of a plain HTTP connection, each
 // checked, until the client stops or sends one for another host; the
 // responses go back as the host sent them. Only after the host has
 // answered a request carrying Upgrade with 101 Switching Protocols does
 // the connection stop being HTTP: then both ways are copied as they are.
 // Until then every request is parsed and checked (a request that merely
-// asks for an upgrade, and pipelined ones after it, are not trusted).
-func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, c, u *net.TCPConn, name string, port int) {
+// asks for an upgrade, and pipelined ones after it, are not trusted),
+// each head within the same bounds as the first.
+func (s *server) relayHTTP(cc *clientConn, req *http.Request, u *net.TCPConn, name string, port int) {
+	c := cc.c
 	queue := make(chan sent, 32)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.relayResponses(c, u, queue)
+		s.relayResponses(c, u, name, port, queue)
 		_ = c.CloseWrite()
 	}()
 	defer func() {
@@ -232,7 +402,7 @@ func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, c, u *net.TCPCon
 	defer close(queue)
 	for {
 		prepareRequest(req)
-		st := sent{req: req}
+		st := sent{req: forResponse(req)}
 		if req.Header.Get("Upgrade") != "" {
 			st.upgrade = make(chan bool, 1)
 		}
@@ -256,21 +426,14 @@ func (s *server) relayHTTP(br *bufio.Reader, req *http.Request, c, u *net.TCPCon
 					break // still HTTP: the next request is checked
 				}
 				// The host switched protocols: what follows is not HTTP.
-				if n := br.Buffered(); n > 0 {
-					b, _ := br.Peek(n)
-					if _, err := u.Write(b); err != nil {
-						return
-					}
-					_, _ = br.Discard(n)
-				}
-				_, _ = io.Copy(u, br)
+				s.passRest(u, cc)
 				return
 			case <-done:
 				return
 			}
 		}
-		var err error
-		if req, err = http.ReadRequest(br); err != nil {
+		var ok bool
+		if req, ok = s.readRequest(cc, name, port, time.Time{}); !ok {
 			return
 		}
 		if !s.requestOK(req, name, port) {
@@ -341,17 +504,32 @@ func (t *teeConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// upstream is the host's end of a relayed HTTP connection: every byte
+// read from it through br reaches the client at once (a tee), under a
+// budget (lim) while a response head is read.
+type upstream struct {
+	u   *net.TCPConn
+	lim *limitReader
+	br  *bufio.Reader
+}
+
+func newUpstream(c, u *net.TCPConn) *upstream {
+	up := &upstream{u: u, lim: &limitReader{r: &teeConn{r: u, w: c}}}
+	up.lim.lift()
+	up.br = bufio.NewReaderSize(up.lim, respReadAhead)
+	return up
+}
+
 // relayResponses copies the host's bytes to the client as they come,
 // and follows the responses' framing, one per request sent, to learn
 // whether the host switched protocols. When the host answers an upgrade
 // request with 101, it tells the request side (on the request's channel)
 // and copies the rest as it is; any other answer to it says false. On a
 // response it cannot parse, it stops (the request side then stops too).
-func (s *server) relayResponses(c, u *net.TCPConn, queue <-chan sent) {
-	tee := &teeConn{r: u, w: c}
-	ur := bufio.NewReaderSize(tee, 64<<10)
+func (s *server) relayResponses(c, u *net.TCPConn, name string, port int, queue <-chan sent) {
+	up := newUpstream(c, u)
 	for st := range queue {
-		ok := s.relayResponse(c, u, ur, st)
+		ok := s.relayResponse(c, up, name, port, st)
 		if st.upgrade != nil {
 			st.upgrade <- ok == switched
 			close(st.upgrade)
@@ -359,7 +537,7 @@ func (s *server) relayResponses(c, u *net.TCPConn, queue <-chan sent) {
 		switch ok {
 		case switched:
 			// The buffered bytes were passed on already.
-			_, _ = ur.Discard(ur.Buffered())
+			_, _ = up.br.Discard(up.br.Buffered())
 			_, _ = s.copyBulk(c, u, -1)
 			return
 		case failed:
@@ -376,14 +554,45 @@ const (
 	failed
 )
 
+// readResponse reads a response head within its bounds: headTimeout
+// from its first byte, maxRespHeadBytes, one of maxHeadParsers.
+func (s *server) readResponse(up *upstream, name string, port int, req *http.Request) (*http.Response, bool) {
+	if _, err := up.br.Peek(1); err != nil {
+		return nil, false
+	}
+	deadline := time.Now().Add(s.headTimeout)
+	_ = up.u.SetReadDeadline(deadline)
+	defer up.u.SetReadDeadline(time.Time{})
+	if !s.parsing(deadline) {
+		s.refuse(name, port, limitPrefix+"response head not complete within %v", s.headTimeout)
+		return nil, false
+	}
+	up.lim.limit(maxRespHeadBytes + respReadAhead)
+	resp, err := http.ReadResponse(up.br, req)
+	hit := up.lim.hit
+	up.lim.lift()
+	<-s.parsers
+	if err != nil {
+		if !time.Now().Before(deadline) {
+			err = os.ErrDeadlineExceeded
+		}
+		if hit || isTimeout(err) {
+			s.refuseRead(name, port, "response head", err, hit, maxRespHeadBytes, "")
+		}
+		return nil, false
+	}
+	return resp, true
+}
+
 // relayResponse follows one response (after any 1xx interim ones) to the
-// request st; every byte it reads reaches the client through ur's tee.
+// request st; every byte it reads reaches the client through the tee.
 // Bodies of a known length or read to the connection's end are copied
 // from u to c past the buffer (copyBulk).
-func (s *server) relayResponse(c, u *net.TCPConn, ur *bufio.Reader, st sent) responseEnd {
+func (s *server) relayResponse(c *net.TCPConn, up *upstream, name string, port int, st sent) responseEnd {
+	ur, u := up.br, up.u
 	for {
-		resp, err := http.ReadResponse(ur, st.req)
-		if err != nil {
+		resp, ok := s.readResponse(up, name, port, st.req)
+		if !ok {
 			return failed
 		}
 		if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -437,23 +646,35 @@ func (s *server) requestOK(req *http.Request, name string, port int) bool {
 		return false
 	}
 	if !hostMatches(req.Host, name, port) {
-		s.refuse(name, port, "HTTP: Host %q does not match", printable(req.Host))
+		s.refuse(name, port, "HTTP: Host %s does not match", quoted(req.Host))
 		return false
 	}
 	if req.URL.Host != "" && !hostMatches(req.URL.Host, name, port) {
-		s.refuse(name, port, "HTTP: request for %q does not match", printable(req.URL.Host))
+		s.refuse(name, port, "HTTP: request for %s does not match", quoted(req.URL.Host))
 		return false
 	}
 	return true
 }
 
+// proxyHost and the proxy's port name the refusals of what the proxy
+// could not read.
+const proxyHost = "127.0.0.1"
+
 // serveProxy serves the sandbox's HTTP proxy: CONNECT host:port, and
-// absolute-form requests (http://host:port/path).
+// absolute-form requests (http://host:port/path), each request head
+// within the bounds of a synthetic address's.
 func (s *server) serveProxy(ctx context.Context, c *net.TCPConn) {
-	_ = c.SetReadDeadline(time.Now().Add(peekTimeout))
-	br := bufio.NewReader(c)
-	req, err := http.ReadRequest(br)
-	if err != nil {
+	cc := newClientConn(c)
+	deadline := time.Now().Add(s.headTimeout)
+	_ = c.SetReadDeadline(deadline)
+	if _, err := cc.br.Peek(1); err != nil {
+		if isTimeout(err) {
+			s.refuse(proxyHost, ProxyPort, limitPrefix+"nothing sent within %v", s.headTimeout)
+		}
+		return
+	}
+	req, ok := s.readRequest(cc, proxyHost, ProxyPort, deadline)
+	if !ok {
 		return
 	}
 	if req.Method == http.MethodConnect {
@@ -461,30 +682,31 @@ func (s *server) serveProxy(ctx context.Context, c *net.TCPConn) {
 		if !ok {
 			return
 		}
-		up, err := s.dial(ctx, name, port)
+		// The name is resolved (and checked: rebinding) now, to answer
+		// 502 when it cannot be reached; the host is connected to only
+		// after the tunnel's first bytes passed the checks.
+		addrs, err := s.resolve(ctx, name, port)
 		if err != nil {
 			s.refuse(name, port, "%v", err)
 			proxyError(c, http.StatusBadGateway, err.Error())
 			return
 		}
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-			up.Close()
 			return
 		}
-		var pre []byte
-		if n := br.Buffered(); n > 0 {
-			pre, _ = br.Peek(n)
-		}
-		s.relay(ctx, c, pre, name, port, up)
+		s.relay(ctx, cc, name, port, addrs)
 		return
 	}
-	// Plain HTTP: each request to its host, checked.
-	var up *net.TCPConn
-	var upr *bufio.Reader
+	// Plain HTTP: each request to its host, checked; the responses go
+	// back as the host sent them, bodies of a known length past the
+	// buffer (copyBulk).
+	var u *net.TCPConn
+	var up *upstream
 	upKey := ""
 	defer func() {
-		if up != nil {
-			up.Close()
+		if u != nil {
+			s.untrack(u)
+			u.Close()
 		}
 	}()
 	for {
@@ -497,48 +719,43 @@ func (s *server) serveProxy(ctx context.Context, c *net.TCPConn) {
 			return
 		}
 		if !hostMatches(req.Host, name, port) {
-			s.refuse(name, port, "HTTP: Host %q does not match", printable(req.Host))
+			s.refuse(name, port, "HTTP: Host %s does not match", quoted(req.Host))
 			proxyError(c, http.StatusForbidden, "Host header does not match the request's host")
 			return
 		}
 		key := name + ":" + strconv.Itoa(port)
-		if up == nil || key != upKey {
-			if up != nil {
-				up.Close()
-				s.untrack(up)
+		if u == nil || key != upKey {
+			if u != nil {
+				s.untrack(u)
+				u.Close()
+				u = nil
 			}
-			if up, err = s.dial(ctx, name, port); err != nil {
-				up = nil
+			var err error
+			if u, err = s.dial(ctx, name, port); err != nil {
+				u = nil
 				s.refuse(name, port, "%v", err)
 				proxyError(c, http.StatusBadGateway, err.Error())
 				return
 			}
-			if !s.track(up) {
+			if !s.track(u) {
+				u.Close()
+				u = nil
 				return
 			}
 			s.mu.Lock()
 			s.report.Connections++
 			s.mu.Unlock()
-			upr, upKey = bufio.NewReader(up), key
+			up, upKey = newUpstream(c, u), key
 		}
-		_ = c.SetReadDeadline(time.Time{})
 		prepareRequest(req)
 		req.RequestURI = ""
-		if err := req.Write(up); err != nil {
+		if err := req.Write(u); err != nil {
 			return
 		}
-		resp, err := http.ReadResponse(upr, req)
-		if err != nil {
+		if s.relayResponse(c, up, name, port, sent{req: forResponse(req)}) != answered || req.Close {
 			return
 		}
-		err = resp.Write(c)
-		resp.Body.Close()
-		if err != nil || resp.Close || req.Close {
-			s.untrack(up)
-			return
-		}
-		if req, err = http.ReadRequest(br); err != nil {
-			s.untrack(up)
+		if req, ok = s.readRequest(cc, proxyHost, ProxyPort, time.Time{}); !ok {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -47,6 +48,7 @@ func benchRelay(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 	s := newServer(&policy.Policy{Rules: []policy.Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
+	s.maxRelayed = math.MaxInt // b.N connections: the per-connection cost, not the bound
 	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		b.Fatal(err)
@@ -58,7 +60,7 @@ func benchRelay(b *testing.B, path string) {
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); s.relay(context.Background(), c, nil, "api.test", port) }()
+			go func() { defer c.Close(); s.relay(context.Background(), newClientConn(c), "api.test", port, nil) }()
 		}
 	}()
 	benchClient(b, l.Addr().String(), path, port)
@@ -88,6 +90,34 @@ func benchClient(b *testing.B, addr, path string, port int) {
 }
 
 func BenchmarkRelay64MiB(b *testing.B) { b.SetBytes(64 << 20); benchRelay(b, "/big") }
+
+// BenchmarkProxy64MiB is BenchmarkRelay64MiB through the proxy's
+// absolute-form path (http://api.test:PORT/big).
+func BenchmarkProxy64MiB(b *testing.B) {
+	b.SetBytes(64 << 20)
+	port := benchOrigin(b)
+	r, err := policy.ParseRule(fmt.Sprintf("api.test:%d", port))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newServer(&policy.Policy{Rules: []policy.Rule{r}, Resolve: map[string]netip.Addr{fmt.Sprintf("api.test:%d", port): netip.MustParseAddr("127.0.0.1")}})
+	s.maxRelayed = math.MaxInt
+	l, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.AcceptTCP()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); s.serveProxy(context.Background(), c) }()
+		}
+	}()
+	benchClient(b, l.Addr().String(), fmt.Sprintf("http://api.test:%d/big", port), port)
+}
 func BenchmarkRelaySmall(b *testing.B) { benchRelay(b, "/small") }
 
 // BenchmarkDirectSmall is BenchmarkRelaySmall's request straight to the

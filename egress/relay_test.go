@@ -215,7 +215,7 @@ func TestRelayRefusesWhatIsNeitherTLSNorHTTP(t *testing.T) {
 		{"SSH banner", "SSH-2.0-OpenSSH_9.6\r\n" + evil, "HTTP: unreadable request"},
 		{"SSH banner as a request line", "SSH-2.0-x /evil HTTP/1.1\r\nHost: evil.test\r\n\r\n", `Host "evil.test" does not match`},
 		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", `Host "" does not match`},
-		{"TLS record, not a hello", "\x16\x03\x01\x00\x05hello" + evil, "TLS: unreadable ClientHello"},
+		{"TLS record, not a hello", "\x16\x03\x01\x00\x05hello" + evil, "TLS: handshake message of type 104, not a ClientHello"},
 	} {
 		for _, route := range []string{"direct", "CONNECT"} {
 			t.Run(tc.name+"/"+route, func(t *testing.T) {
@@ -223,7 +223,7 @@ func TestRelayRefusesWhatIsNeitherTLSNorHTTP(t *testing.T) {
 				s := newServer(testPolicy(t, o.port))
 				ctx := context.Background()
 				payload := tc.payload
-				serve := func(c *net.TCPConn) { s.relay(ctx, c, nil, "api.test", o.port) }
+				serve := func(c *net.TCPConn) { s.relay(ctx, newClientConn(c), "api.test", o.port, nil) }
 				if route == "CONNECT" {
 					payload = fmt.Sprintf("CONNECT api.test:%d HTTP/1.1\r\nHost: api.test:%d\r\n\r\n", o.port, o.port) + payload
 					serve = func(c *net.TCPConn) { s.serveProxy(ctx, c) }
@@ -254,7 +254,7 @@ func TestRelayLeadingEmptyLines(t *testing.T) {
 	o := startTestOrigin(t)
 	s := newServer(testPolicy(t, o.port))
 	hp := fmt.Sprintf("api.test:%d", o.port)
-	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), c, nil, "api.test", o.port) },
+	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), newClientConn(c), "api.test", o.port, nil) },
 		"\r\n\r\nGET /ok HTTP/1.1\r\nHost: "+hp+"\r\nConnection: close\r\n\r\n", nil)
 	_, raw, served := o.settled(t)
 	if want := []string{"GET /ok host=" + hp + " ua=- upgrade="}; strings.Join(served, "|") != strings.Join(want, "|") {
@@ -283,7 +283,7 @@ func TestRelayUpgradeWaitsFor101(t *testing.T) {
 			hp := fmt.Sprintf("api.test:%d", o.port)
 			payload := "GET /upgrade HTTP/1.1\r\nHost: " + hp + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n" +
 				"GET /second HTTP/1.1\r\nHost: evil.test\r\n\r\n"
-			serve := func(c *net.TCPConn) { s.relay(ctx, c, nil, "api.test", o.port) }
+			serve := func(c *net.TCPConn) { s.relay(ctx, newClientConn(c), "api.test", o.port, nil) }
 			if route == "CONNECT" {
 				payload = "CONNECT " + hp + " HTTP/1.1\r\nHost: " + hp + "\r\n\r\n" + payload
 				serve = func(c *net.TCPConn) { s.serveProxy(ctx, c) }
@@ -312,7 +312,7 @@ func TestRelayUpgradeSwitched(t *testing.T) {
 	o := startTestOrigin(t)
 	s := newServer(testPolicy(t, o.port))
 	hp := fmt.Sprintf("api.test:%d", o.port)
-	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), c, nil, "api.test", o.port) },
+	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), newClientConn(c), "api.test", o.port, nil) },
 		"GET /upgrade?switch=1 HTTP/1.1\r\nHost: "+hp+"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
 		func(c net.Conn, br *bufio.Reader) string {
 			resp, err := http.ReadResponse(br, nil)
@@ -344,7 +344,7 @@ func TestRelayPipelined(t *testing.T) {
 	o := startTestOrigin(t)
 	s := newServer(testPolicy(t, o.port))
 	hp := fmt.Sprintf("api.test:%d", o.port)
-	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), c, nil, "api.test", o.port) },
+	got := exchange(t, func(c *net.TCPConn) { s.relay(context.Background(), newClientConn(c), "api.test", o.port, nil) },
 		"GET /a HTTP/1.1\r\nHost: "+hp+"\r\nUser-Agent: probe/1\r\n\r\n"+
 			"GET /h2c HTTP/1.1\r\nHost: "+hp+"\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n"+
 			"HEAD /b HTTP/1.1\r\nHost: "+hp+"\r\n\r\n"+

@@ -8,23 +8,11 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/skillrun/skillrun/egress/policy"
-)
-
-// Limits of the server.
-const (
-	// maxNames bounds the names the DNS hands synthetic addresses to.
-	maxNames = 4096
-	// maxRefusals bounds the distinct refusals a Report lists.
-	maxRefusals = 100
-	// peekTimeout bounds the wait for a client's first bytes (the TLS
-	// ClientHello or the HTTP request head).
-	peekTimeout = 10 * time.Second
-	// dialTimeout bounds the connection to the real host.
-	dialTimeout = 10 * time.Second
 )
 
 // Refusal is one refused attempt (counted when repeated).
@@ -44,7 +32,8 @@ type Report struct {
 	// Connections is the number of connections relayed to a host.
 	Connections int64 `json:"connections"`
 	// Refused lists refused attempts, first ones first (at most 100
-	// distinct; RefusedDropped counts the others).
+	// distinct, plus 16 distinct refusals of a bound, whose reasons
+	// start with "limit: "; RefusedDropped counts the others).
 	Refused []Refusal `json:"refused,omitempty"`
 	// RefusedDropped counts refusals beyond the list's bound.
 	RefusedDropped int64 `json:"refused_dropped,omitempty"`
@@ -90,6 +79,19 @@ type server struct {
 	conns  sync.WaitGroup
 	live   map[net.Conn]struct{}
 	bulk   *bulkBuffers
+	// maxOpen and maxRelayed are maxOpenConns and maxRelayed (tests and
+	// benchmarks change them).
+	maxOpen, maxRelayed int
+	// headTimeout is headTimeout (tests shorten it).
+	headTimeout time.Duration
+	// serving counts the sandbox's connections being served (maxOpen),
+	// relayed the connections to hosts attempted (maxRelayed),
+	// limitRefusals the distinct refusals of a bound listed.
+	serving       int
+	relayed       int
+	limitRefusals int
+	// parsers holds a token per head being parsed (maxHeadParsers).
+	parsers chan struct{}
 	// dialHook, when set (tests), replaces the dialer: it sees every
 	// address a connection to a host is attempted to.
 	dialHook func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
@@ -99,7 +101,10 @@ type server struct {
 // them and every relayed connection and returns what it saw. It takes
 // ownership of socks.
 func Serve(ctx context.Context, socks *Sockets, p *policy.Policy) *Report {
-	s := newServer(p)
+	return newServer(p).serve(ctx, socks)
+}
+
+func (s *server) serve(ctx context.Context, socks *Sockets) *Report {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -136,22 +141,32 @@ func newServer(p *policy.Policy) *server {
 		index:  map[Refusal]int{},
 		live:   map[net.Conn]struct{}{},
 		bulk:   newBulkBuffers(maxBulkBuffers),
+
+		parsers:     make(chan struct{}, maxHeadParsers),
+		maxOpen:     maxOpenConns,
+		maxRelayed:  maxRelayed,
+		headTimeout: headTimeout,
 	}
 }
 
-// refuse records a refusal.
+// refuse records a refusal: its host and reason cut (maxRefusalHost,
+// maxRefusalReason), counted when it repeats, listed while there is room
+// (refusals of a bound have room of their own).
 func (s *server) refuse(host string, port int, format string, a ...any) {
-	k := Refusal{Host: host, Port: port, Reason: fmt.Sprintf(format, a...)}
-	if len(k.Host) > 300 {
-		k.Host = k.Host[:300] + "..."
-	}
+	k := Refusal{Host: clip(host, maxRefusalHost), Port: port, Reason: clip(fmt.Sprintf(format, a...), maxRefusalReason)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.index[k]; ok {
 		s.report.Refused[i].Count++
 		return
 	}
-	if len(s.report.Refused) >= maxRefusals {
+	if strings.HasPrefix(k.Reason, limitPrefix) {
+		if s.limitRefusals >= maxLimitRefusals {
+			s.report.RefusedDropped++
+			return
+		}
+		s.limitRefusals++
+	} else if len(s.report.Refused)-s.limitRefusals >= maxRefusals {
 		s.report.RefusedDropped++
 		return
 	}
@@ -219,18 +234,54 @@ func (s *server) accept(ctx context.Context, port int, l *net.TCPListener) {
 			time.Sleep(10 * time.Millisecond) // EMFILE and the like
 			continue
 		}
+		if !s.admit(port, c) {
+			continue
+		}
 		if !s.track(c) {
+			s.leave()
 			c.Close()
 			return
 		}
 		s.conns.Add(1)
 		go func() {
 			defer s.conns.Done()
+			defer s.leave()
 			defer s.untrack(c)
 			defer c.Close()
 			s.handle(ctx, port, c)
 		}()
 	}
+}
+
+// admit counts a connection of the sandbox's in (maxOpenConns), or
+// refuses and closes it.
+func (s *server) admit(port int, c *net.TCPConn) bool {
+	s.mu.Lock()
+	ok := s.serving < s.maxOpen
+	if ok {
+		s.serving++
+	}
+	s.mu.Unlock()
+	if !ok {
+		host := "?"
+		if la, _ := c.LocalAddr().(*net.TCPAddr); la != nil {
+			a := la.AddrPort().Addr().Unmap()
+			host = a.String()
+			if n, known := s.nameOf(a); known {
+				host = n
+			}
+		}
+		c.Close()
+		s.refuse(host, port, limitPrefix+"%d connections open at once", s.maxOpen)
+	}
+	return ok
+}
+
+// leave counts a connection of the sandbox's out.
+func (s *server) leave() {
+	s.mu.Lock()
+	s.serving--
+	s.mu.Unlock()
 }
 
 func (s *server) handle(ctx context.Context, port int, c *net.TCPConn) {
@@ -254,7 +305,7 @@ func (s *server) handle(ctx context.Context, port int, c *net.TCPConn) {
 			s.refuse(name, port, "port not allowed for this host")
 			return
 		}
-		s.relay(ctx, c, nil, name, port)
+		s.relay(ctx, newClientConn(c), name, port, nil)
 	default:
 		s.refuse(local.String(), port, "not a synthetic address")
 	}
@@ -263,31 +314,56 @@ func (s *server) handle(ctx context.Context, port int, c *net.TCPConn) {
 // dial resolves name on the host (after the policy check) and connects
 // to name:port.
 func (s *server) dial(ctx context.Context, name string, port int) (*net.TCPConn, error) {
-	key := name + ":" + strconv.Itoa(port)
-	var addrs []netip.Addr
-	if a, ok := s.policy.Resolve[key]; ok {
-		addrs = []netip.Addr{a}
-	} else {
-		lookup := s.policy.LookupNetIP
-		if lookup == nil {
-			lookup = net.DefaultResolver.LookupNetIP
-		}
-		lctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		found, err := lookup(lctx, "ip", name)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("host lookup failed")
-		}
-		for _, a := range found {
-			if !policy.IsPublic(a) {
-				return nil, fmt.Errorf("resolves to a non-public address %s (map it with --resolve to allow it)", a.Unmap())
-			}
-			addrs = append(addrs, a.Unmap())
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("host lookup found no address")
-		}
+	addrs, err := s.resolve(ctx, name, port)
+	if err != nil {
+		return nil, err
 	}
+	return s.connect(ctx, addrs, port)
+}
+
+// resolve counts a connection to a host (maxRelayed: past it, an error
+// whose text starts with "limit: ") and returns the addresses of the
+// allowed name:port: the operator's mapping, or the host's lookup, every
+// address of which must be public (no rebinding to the host's networks).
+func (s *server) resolve(ctx context.Context, name string, port int) ([]netip.Addr, error) {
+	s.mu.Lock()
+	ok := s.relayed < s.maxRelayed
+	if ok {
+		s.relayed++
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf(limitPrefix+"%d connections to hosts in one run", s.maxRelayed)
+	}
+	key := name + ":" + strconv.Itoa(port)
+	if a, ok := s.policy.Resolve[key]; ok {
+		return []netip.Addr{a}, nil
+	}
+	lookup := s.policy.LookupNetIP
+	if lookup == nil {
+		lookup = net.DefaultResolver.LookupNetIP
+	}
+	lctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	found, err := lookup(lctx, "ip", name)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("host lookup failed")
+	}
+	var addrs []netip.Addr
+	for _, a := range found {
+		if !policy.IsPublic(a) {
+			return nil, fmt.Errorf("resolves to a non-public address %s (map it with --resolve to allow it)", a.Unmap())
+		}
+		addrs = append(addrs, a.Unmap())
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("host lookup found no address")
+	}
+	return addrs, nil
+}
+
+// connect connects to the first of addrs that answers on port.
+func (s *server) connect(ctx context.Context, addrs []netip.Addr, port int) (*net.TCPConn, error) {
 	d := net.Dialer{Timeout: dialTimeout}
 	var last error
 	for _, a := range addrs {

@@ -2,14 +2,24 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/egress/nsinit"
 	"github.com/skillrun/skillrun/egress/policy"
 	"github.com/skillrun/skillrun/spec"
 )
+
+// MaxNetworkBytes bounds the JSON of a result's network section, its
+// hosts (the operator's grant) aside: refusals that would not fit are
+// left out and counted in refused_dropped, those of a bound ("limit: "
+// reasons) kept first. With the egress server's own bounds (116 distinct
+// refusals, hosts cut to 256 bytes and reasons to 200) the section could
+// otherwise reach about 300 KiB of JSON.
+const MaxNetworkBytes = 64 << 10
 
 // Network is the network section of a Result: what the skill was allowed
 // to reach and what it was refused.
@@ -86,5 +96,41 @@ func (e *egressRun) stop() *Network {
 	if e.err != nil {
 		n.Error = e.err.Error()
 	}
+	capNetwork(n, MaxNetworkBytes)
 	return n
+}
+
+// capNetwork leaves out of n's refusals, besides its hosts, what does not
+// fit in max bytes of JSON (json.Marshal's, which escapes more than the
+// result's encoder): refusals of a bound first, then the others in their
+// order, while they fit.
+func capNetwork(n *Network, max int) {
+	hosts, refused := n.Hosts, n.Refused
+	n.Hosts, n.Refused = nil, []egress.Refusal{}
+	b, _ := json.Marshal(n)
+	n.Hosts = hosts
+	// What is left for the list: refused_dropped grows to at most 20
+	// digits and its key.
+	room := max - len(b) - len(`,"refused_dropped":`) - 20
+	size := make([]int, len(refused))
+	for i, r := range refused {
+		rb, _ := json.Marshal(r)
+		size[i] = len(rb) + 1 // and a comma
+	}
+	keep := make([]bool, len(refused))
+	for _, limits := range []bool{true, false} {
+		for i, r := range refused {
+			if strings.HasPrefix(r.Reason, "limit: ") == limits && size[i] <= room {
+				keep[i], room = true, room-size[i]
+			}
+		}
+	}
+	n.Refused = refused[:0:0]
+	for i, r := range refused {
+		if keep[i] {
+			n.Refused = append(n.Refused, r)
+		} else {
+			n.RefusedDropped += int64(r.Count)
+		}
+	}
 }

@@ -39,11 +39,13 @@ type origin struct {
 	// runs, then "complete" or the write error that stopped it.
 	streamed  int
 	streamEnd string
+	// hold ends the requests /hold holds.
+	hold chan struct{}
 }
 
 func startOrigin(p *P, useTLS bool) *origin {
 	p.Helper()
-	o := &origin{}
+	o := &origin{hold: make(chan struct{})}
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sni := ""
 		if r.TLS != nil {
@@ -52,6 +54,14 @@ func startOrigin(p *P, useTLS bool) *origin {
 		o.mu.Lock()
 		o.log = append(o.log, fmt.Sprintf("%s %s host=%s sni=%s", r.Method, r.URL.Path, r.Host, sni))
 		o.mu.Unlock()
+		if r.URL.Path == "/hold" {
+			// Held without an answer until the client goes or the test ends.
+			select {
+			case <-r.Context().Done():
+			case <-o.hold:
+			}
+			return
+		}
 		if r.URL.Path == "/stream" {
 			// A transfer that lasts: the helper is killed during it.
 			rc := http.NewResponseController(w)
@@ -94,7 +104,7 @@ func startOrigin(p *P, useTLS bool) *origin {
 	} else {
 		s.Start()
 	}
-	p.Cleanup(s.Close)
+	p.Cleanup(func() { close(o.hold); s.Close() })
 	o.srv, o.port = s, l.Addr().(*net.TCPAddr).Port
 	return o
 }
