@@ -236,12 +236,20 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// A warm sandbox of the session's (a call that narrows the timeout
 	// runs cold: the warm ones have the operator's).
 	if in.TimeoutS == nil {
-		p := s.commandPool(se, sk, opts)
+		when := runner.EntryCommand
+		if runner.PythonWarmable(argv) {
+			when = runner.EntryPython
+		}
+		p := s.commandPool(se, sk, opts, when)
 		p.begin()
 		defer p.end()
 		if m := p.takeIfAny(); m != nil {
 			call.Warm = true
-			res, err = m.sb.CallCommand(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
+			if when == runner.EntryPython {
+				res, err = m.sb.CallPython(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
+			} else {
+				res, err = m.sb.CallCommand(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
+			}
 			go p.release(m)
 			if (errors.Is(err, runner.ErrSandboxEnded) || errors.Is(err, runner.ErrNotWarm)) && ctx.Err() == nil {
 				res, err, call.Warm = nil, nil, false // nothing ran: run cold

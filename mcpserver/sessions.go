@@ -143,8 +143,10 @@ func (s *Server) endSessionState(se *session, pools []*pool) {
 }
 
 // commandPool returns the session's pool of warm command sandboxes of sk
-// (made at its first use), or nil without pools.
-func (s *Server) commandPool(se *session, sk *spec.Skill, opts runner.Options) *pool {
+// (made at its first use), or nil without pools: EntryCommand sandboxes
+// wait for any command, EntryPython ones have python3 started, waiting
+// for a python3 command (no interpreter start in the call).
+func (s *Server) commandPool(se *session, sk *spec.Skill, opts runner.Options, when runner.StartEntry) *pool {
 	if s.opts.Pool <= 0 {
 		return nil
 	}
@@ -153,15 +155,19 @@ func (s *Server) commandPool(se *session, sk *spec.Skill, opts runner.Options) *
 	if s.closed {
 		return nil
 	}
-	if p, ok := se.pools[sk.Name]; ok {
+	key := sk.Name
+	if when == runner.EntryPython {
+		key += "\x00python"
+	}
+	if p, ok := se.pools[key]; ok {
 		return p
 	}
 	if se.pools == nil {
 		se.pools = map[string]*pool{}
 	}
 	opts.Exec = &runner.Exec{}
-	p := newPool(s.opts.Runtime, sk, opts, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, runner.EntryCommand)
-	se.pools[sk.Name] = p
+	p := newPool(s.opts.Runtime, sk, opts, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, when)
+	se.pools[key] = p
 	return p
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/skillrun/skillrun/spec"
@@ -82,5 +83,25 @@ func TestNotFoundRE(t *testing.T) {
 	}
 	if notFoundRE.MatchString("python3: can't open file 'x': [Errno 2] No such file or directory") {
 		t.Error("matched an interpreter's own error")
+	}
+}
+
+// TestPythonWarmable: which commands a waiting python3 runs as they are.
+func TestPythonWarmable(t *testing.T) {
+	for args, want := range map[string]bool{
+		"python3 s.py a":        true,
+		"python3 -c code x":     true,
+		"python3 -m json.tool":  true,
+		"python3":               false,
+		"python3 -c":            false,
+		"python3 -u s.py":       false,
+		"python3 - x":           false,
+		"python s.py":           false,
+		"/usr/bin/python3 s.py": false,
+		"node s.js":             false,
+	} {
+		if got := PythonWarmable(strings.Fields(args)); got != want {
+			t.Errorf("PythonWarmable(%q) = %v, want %v", args, got, want)
+		}
 	}
 }

@@ -122,12 +122,15 @@ var ErrSandboxEnded = errors.New("the warm sandbox ended before its call")
 // waits for the command CallCommand sends.
 func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Options, when StartEntry) (*Sandbox, *Result, error) {
 	switch {
-	case when == EntryCommand:
+	case when == EntryCommand || when == EntryPython:
 		x := Exec{}
 		if opts.Exec != nil {
 			x = *opts.Exec
 		}
 		x.Args = []string{commandPlaceholder}
+		if when == EntryPython {
+			x.Args = []string{"python3", "-c", pythonZygote}
+		}
 		opts.Exec = &x
 	case sk.Input.Mode == spec.InputArgv || opts.Command != nil || opts.Exec != nil || !sk.HasEntry():
 		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
@@ -141,6 +144,8 @@ func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Optio
 	switch when {
 	case EntryAtCall:
 		mode = "call"
+	case EntryPython:
+		mode = "launch" // the zygote starts with the sandbox
 	case EntryCommand:
 		mode = "cmd"
 		// The command line before the placeholder: the rlimit wrapper
@@ -309,7 +314,7 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 // "interrupted: ..."). Call answers once the entry point has exited;
 // the container's deletion may still be going on (Close waits for it).
 func (s *Sandbox) Call(ctx context.Context, in *Input) (*Result, error) {
-	if s.when == EntryCommand {
+	if s.when == EntryCommand || s.when == EntryPython {
 		return nil, errors.New("sandbox: prepared for commands (CallCommand)")
 	}
 	return s.call(ctx, first(s.when), in.data)

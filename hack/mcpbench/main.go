@@ -145,29 +145,6 @@ func server(bin, dir, state string, env []string, pool int) (*mcp.ClientSession,
 	return cs, skills[0], nil
 }
 
-// pooledCommands counts the sandboxes waiting for a command: the input
-// holder (the container's init, in command mode) blocked reading its
-// control pipe, with no child yet.
-func pooledCommands(state string) int {
-	ents, _ := os.ReadDir(state)
-	n := 0
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(state, e.Name(), "state.json"))
-		var st struct {
-			Pid int `json:"init_process_pid"`
-		}
-		if err != nil || json.Unmarshal(b, &st) != nil || st.Pid <= 0 {
-			continue
-		}
-		kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", st.Pid, st.Pid))
-		w, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", st.Pid))
-		if strings.TrimSpace(string(kids)) == "" && strings.Contains(string(w), "pipe") {
-			n++
-		}
-	}
-	return n
-}
-
 // commandCaller runs the hello script with run_command in the skill's
 // sandbox.
 func commandCaller(cs *mcp.ClientSession, skill string) func() error {
@@ -314,9 +291,11 @@ func run(bin, dir, root string, n int) error {
 	var cws []time.Duration
 	for i := 0; i < n+3; i++ {
 		if i > 0 {
-			for deadline := time.Now().Add(30 * time.Second); pooledCommands(state) < 2; time.Sleep(time.Millisecond) {
+			// The skill's entry pool (2) and the session's python pool
+			// (2): python3 started in each, blocked on its stdin.
+			for deadline := time.Now().Add(30 * time.Second); pooled(state) < 4; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
-					return fmt.Errorf("warm commands: the pool did not fill (have %d)", pooledCommands(state))
+					return fmt.Errorf("warm commands: the pool did not fill (have %d)", pooled(state))
 				}
 			}
 		}

@@ -288,3 +288,52 @@ func TestMCPCommandsWarm(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPCommandsWarmPython: a python3 command of a session is served by
+// a sandbox whose python3 was started ahead and waits for it (the
+// session's python pool): the script's argv, stdin, working directory,
+// exit status and traceback are python3's own.
+func TestMCPCommandsWarmPython(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		root := workspaceRoot(t, m)
+		cs := m.mcpServe(t, "--watch", "0", "--pool", "1", "--workspace-root", root)
+		ctx := context.Background()
+		script := "import sys\nprint(sys.argv, sys.path[0], __file__, __name__)\nprint(sys.stdin.read())\nif sys.argv[1:] == ['fail']:\n    raise ValueError('boom')\n"
+		callCommandTool(t, ctx, cs, "write_file", map[string]any{"path": "s.py", "content": script})
+		// The first python3 command runs cold and starts the pool.
+		if c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": []string{"python3", "s.py", "cold"}}); c.r.IsError {
+			t.Fatalf("cold: %s", c.text())
+		}
+		var waiting map[string]int
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			waiting = m.containers("sandbox")
+			if len(waiting) == 1 { // the session's python pool
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pools did not fill: %v", waiting)
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // python3 started, waiting on stdin
+		c := callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": []string{"python3", "s.py", "a b"}, "stdin": "piped"})
+		want := "['s.py', 'a b'] /workspace /workspace/s.py __main__\npiped\n[exit 0"
+		if c.r.IsError || !strings.HasPrefix(c.text(), want) {
+			t.Fatalf("warm python: %q, want prefix %q", c.text(), want)
+		}
+		for id := range waiting { // destroyed after the call answered
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(m.tmp, "state", id)); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the waiting python sandbox %s did not serve the command", id)
+				}
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		c = callCommandTool(t, ctx, cs, "run_command", map[string]any{"command": []string{"python3", "s.py", "fail"}})
+		if c.res.ExitCode != 1 || !strings.Contains(c.text(), "ValueError: boom") || strings.Contains(c.text(), "runpy") || strings.Contains(c.text(), "zygote") {
+			t.Errorf("warm python failure: %s", c.text())
+		}
+	})
+}
