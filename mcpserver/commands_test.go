@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,44 @@ func TestRunCommandSessions(t *testing.T) {
 	s.Close()
 	if dirs := sessionDirs(t, root); len(dirs) != 0 {
 		t.Fatalf("after Close: %v", dirs)
+	}
+}
+
+// TestCloseWaitsForEndingSession: a stdio server exits as its only
+// session ends; Close coming while that session's workspace is being
+// removed returns only once it is gone (else the process exits midway
+// and the workspace stays on the host).
+func TestCloseWaitsForEndingSession(t *testing.T) {
+	s, root := commandServer(t, newFake(), Options{})
+	a := connectClient(t, s, nil)
+	if r := callJSON(t, a, WriteFileTool, map[string]any{"path": "seed", "content": "x"}); r.IsError {
+		t.Fatalf("write_file: %s", text(r))
+	}
+	dirs := sessionDirs(t, root)
+	if len(dirs) != 1 {
+		t.Fatalf("workspaces: %v", dirs)
+	}
+	// Enough files that removing them takes a while.
+	for i := range 500 {
+		if err := os.WriteFile(filepath.Join(dirs[0], fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		n := len(s.sessions)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not end")
+		}
+	}
+	s.Close()
+	if dirs := sessionDirs(t, root); len(dirs) != 0 {
+		t.Fatalf("Close returned with a workspace still there: %v", dirs)
 	}
 }
 

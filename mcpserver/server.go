@@ -131,6 +131,10 @@ type Server struct {
 	stopAll context.CancelFunc
 	calls   sync.WaitGroup
 	closing sync.Once
+	// ending counts the sessions being ended (endSession): Close waits
+	// for them, so a server that exits as its last session ends (stdio)
+	// still removes that session's workspace.
+	ending sync.WaitGroup
 }
 
 // served is one skill served as a tool, and what it was made from (to see
@@ -384,6 +388,7 @@ func (s *Server) close() {
 	for _, e := range sessions {
 		s.endSessionState(e.se, e.pools)
 	}
+	s.ending.Wait()
 }
 
 // PoolStats returns, per skill with a pool, how many calls took a warm

@@ -121,9 +121,11 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 			pools = append(pools, p)
 		}
 		se.pools = nil
+		s.ending.Add(1) // under mu: a Close that follows waits for it
 	}
 	s.mu.Unlock()
 	if ok {
+		defer s.ending.Done()
 		s.endSessionState(se, pools)
 	}
 }
