@@ -319,8 +319,27 @@ func (p *pool) close() {
 	ready := p.ready
 	p.ready = nil
 	p.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, m := range ready {
-		m.destroy()
+		wg.Go(m.destroy)
+	}
+	wg.Wait()
+}
+
+// closePools closes pools side by side (a server's shutdown is bounded
+// by its slowest pool, not by their sum: the client that stops a server
+// kills it if it takes long) and, with wait, waits for the sandboxes
+// their calls took.
+func closePools(pools []*pool, wait bool) {
+	var wg sync.WaitGroup
+	for _, p := range pools {
+		wg.Go(p.close)
+	}
+	wg.Wait()
+	if wait {
+		for _, p := range pools {
+			p.wait()
+		}
 	}
 }
 

@@ -286,9 +286,7 @@ func (s *Server) sync() []string {
 	now, order, warnings := s.load()
 	var drain []*pool
 	defer func() {
-		for _, p := range drain {
-			p.close()
-		}
+		closePools(drain, false)
 	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -379,14 +377,12 @@ func (s *Server) close() {
 		}
 	}
 	s.mu.Unlock()
-	for _, p := range pools {
-		p.close()
-	}
-	for _, p := range pools {
-		p.wait()
-	}
 	for _, e := range sessions {
-		s.endSessionState(e.se, e.pools)
+		pools = append(pools, e.pools...)
+	}
+	closePools(pools, true)
+	for _, e := range sessions {
+		s.endSessionState(e.se, nil)
 	}
 	s.ending.Wait()
 }

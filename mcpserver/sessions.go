@@ -133,12 +133,7 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 // endSessionState destroys a session's warm sandboxes, then its
 // workspace (unless KeepWorkspaces).
 func (s *Server) endSessionState(se *session, pools []*pool) {
-	for _, p := range pools {
-		p.close()
-	}
-	for _, p := range pools {
-		p.wait()
-	}
+	closePools(pools, true)
 	if se.own && !s.opts.KeepWorkspaces {
 		_ = os.RemoveAll(se.dir)
 	}
