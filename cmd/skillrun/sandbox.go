@@ -35,9 +35,9 @@ envelope and exits as "skill run" does.`,
 			if len(argv) == 0 {
 				return e.usageError("sandbox: no command: skillrun sandbox [flags] -- CMD [ARG...]")
 			}
-			format := c.String("format")
-			if format != "json" && format != "raw" {
-				return e.usageError("--format: %q is not json or raw", format)
+			format, err := e.formatFlag(c, "json", "raw")
+			if err != nil {
+				return err
 			}
 			rt, err := e.skillEngine(c)
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -43,6 +44,17 @@ func (e *env) failCode(code int, err error) error {
 // usageError reports a usage problem (exit 2).
 func (e *env) usageError(format string, a ...any) error {
 	return e.failCode(runner.ExitBadInput, fmt.Errorf(format, a...))
+}
+
+// formatFlag returns --format, one of allowed (the first is the
+// default), or a usage error that lists them.
+func (e *env) formatFlag(c *cli.Context, allowed ...string) (string, error) {
+	format := c.String("format")
+	if slices.Contains(allowed, format) {
+		return format, nil
+	}
+	list := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	return "", e.usageError("--format: %q is not %s", format, list)
 }
 
 // loadSkill loads the skill named by the command's only argument; an

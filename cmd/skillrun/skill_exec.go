@@ -51,9 +51,9 @@ exits with its status (128+N when killed by signal N).`,
 			if len(args) < 2 {
 				return e.usageError("skill exec: requires the skill folder and a command: skill exec [flags] DIR -- CMD [ARG...]")
 			}
-			format := c.String("format")
-			if format != "json" && format != "raw" {
-				return e.usageError("--format: %q is not json or raw", format)
+			format, err := e.formatFlag(c, "json", "raw")
+			if err != nil {
+				return err
 			}
 			rt, err := e.skillEngine(c)
 			if err != nil {

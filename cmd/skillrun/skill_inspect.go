@@ -88,11 +88,9 @@ func skillInspectCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "json", Usage: "json (everything skillrun knows), openai (Chat Completions tool), anthropic (Messages API tool) or mcp (MCP tools/list entry)"},
 		},
 		Action: func(c *cli.Context) error {
-			format := c.String("format")
-			switch format {
-			case "json", "openai", "anthropic", "mcp":
-			default:
-				return e.usageError("--format: %q is not json, openai, anthropic or mcp", format)
+			format, err := e.formatFlag(c, "json", "openai", "anthropic", "mcp")
+			if err != nil {
+				return err
 			}
 			sk, err := e.loadSkill(c)
 			if err != nil {
@@ -174,9 +172,9 @@ func skillListCommand(e *env) *cli.Command {
 			if c.NArg() != 1 {
 				return e.usageError("skill list: requires exactly 1 argument, the folder to search")
 			}
-			format := c.String("format")
-			if format != "table" && format != "json" {
-				return e.usageError("--format: %q is not table or json", format)
+			format, err := e.formatFlag(c, "table", "json")
+			if err != nil {
+				return err
 			}
 			root := c.Args().First()
 			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {

@@ -37,9 +37,9 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			&cli.BoolFlag{Name: "no-prepare", Usage: "never build a missing dependency environment (fail instead): the run touches no network beyond the skill's own grants"},
 		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
-			format := c.String("format")
-			if format != "json" && format != "text" {
-				return e.usageError("--format: %q is not json or text", format)
+			format, err := e.formatFlag(c, "json", "text")
+			if err != nil {
+				return err
 			}
 			rt, err := e.skillEngine(c)
 			if err != nil {
