@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -56,8 +55,6 @@ func SupervisorCapabilities() []string {
 	sort.Strings(caps)
 	return caps
 }
-
-var hostnamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // workspaceRoot is where the persistent workspace is mounted: the image's
 // WorkingDir, or /sandbox when it has none.
@@ -172,7 +169,7 @@ func (d *Driver) buildSpec(sb *pb.DriverSandbox, img *ispec.ImageConfig) (*specs
 	// RLIMIT_NOFILE of 1024 would cap the supervisor's proxy. Inherit the
 	// driver's.
 	s.Process.Rlimits = nil
-	if hostnamePattern.MatchString(sb.GetName()) {
+	if validHostname(sb.GetName()) {
 		s.Hostname = sb.GetName()
 	}
 	s.Annotations = map[string]string{}

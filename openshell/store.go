@@ -135,7 +135,7 @@ func (d *Driver) find(id, name string) (string, error) {
 		return "", status.Error(codes.InvalidArgument, "sandbox_id or sandbox_name is required")
 	}
 	if id != "" {
-		if !idPattern.MatchString(id) {
+		if !validID(id) {
 			return "", invalid("sandbox_id", "%q is not a valid sandbox ID", id)
 		}
 		if _, err := os.Lstat(d.recordPath(id)); err != nil {

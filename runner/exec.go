@@ -4,14 +4,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/skillrun/skillrun/internal/lazyre"
 	"github.com/skillrun/skillrun/spec"
 )
 
 // interpreters whose first non-option argument is a script path.
-var interpreterRE = regexp.MustCompile(`^(python(3(\.\d+)?)?|node|bash|sh|dash)$`)
+var interpreterRE = lazyre.New(`^(python(3(\.\d+)?)?|node|bash|sh|dash)$`)
 
 // resolveScript makes the commands skills' instructions write work from
 // the workspace: a relative script argument of an interpreter
@@ -20,7 +20,7 @@ var interpreterRE = regexp.MustCompile(`^(python(3(\.\d+)?)?|node|bash|sh|dash)$
 // (/skill/scripts/fill.py). ws is the host workspace ("" for none). It
 // returns the command line and a note when it changed it.
 func resolveScript(sk *spec.Skill, ws string, e spec.Exec) ([]string, string) {
-	if sk.Dir == "" || len(e.Args) < 2 || !interpreterRE.MatchString(path.Base(e.Args[0])) {
+	if sk.Dir == "" || len(e.Args) < 2 || !interpreterRE().MatchString(path.Base(e.Args[0])) {
 		return e.Args, ""
 	}
 	cwd := e.Cwd
@@ -86,19 +86,19 @@ func scriptArg(args []string) int {
 
 // missingModuleRE find the module an interpreter failed to import.
 var (
-	pythonMissingRE = regexp.MustCompile(`ModuleNotFoundError: No module named '([^']+)'`)
-	nodeMissingRE   = regexp.MustCompile(`Cannot find (?:module|package) '([^']+)'`)
+	pythonMissingRE = lazyre.New(`ModuleNotFoundError: No module named '([^']+)'`)
+	nodeMissingRE   = lazyre.New(`Cannot find (?:module|package) '([^']+)'`)
 )
 
 // missingModule reads a failed run's stderr for a module its interpreter
 // could not import, and says how to add it.
 func missingModule(stderr []byte) (module, hint string) {
-	if m := pythonMissingRE.FindSubmatch(stderr); m != nil {
+	if m := pythonMissingRE().FindSubmatch(stderr); m != nil {
 		mod := string(m[1])
 		top, _, _ := strings.Cut(mod, ".")
 		return mod, "Python module \"" + mod + "\" is not installed in the sandbox: add its package to the skill's requirements.txt (at the top or in scripts/), or pass --with PACKAGE (the package that provides \"" + top + "\")"
 	}
-	if m := nodeMissingRE.FindSubmatch(stderr); m != nil {
+	if m := nodeMissingRE().FindSubmatch(stderr); m != nil {
 		mod := string(m[1])
 		if strings.HasPrefix(mod, ".") || strings.HasPrefix(mod, "/") {
 			return "", "" // a file of the skill's, not a package
@@ -110,4 +110,4 @@ func missingModule(stderr []byte) (module, hint string) {
 
 // notFoundRE is the shell's report of a command it could not run (the
 // exec'd command line runs under spec.ExecShell).
-var notFoundRE = regexp.MustCompile(`(?m)^sh: \d+: exec: (.+): (not found|Permission denied)$`)
+var notFoundRE = lazyre.New(`(?m)^sh: \d+: exec: (.+): (not found|Permission denied)$`)

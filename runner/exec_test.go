@@ -73,15 +73,15 @@ func TestMissingModule(t *testing.T) {
 
 // TestNotFoundRE reads the exec shell's reports.
 func TestNotFoundRE(t *testing.T) {
-	m := notFoundRE.FindStringSubmatch("sh: 1: exec: nope: not found\n")
+	m := notFoundRE().FindStringSubmatch("sh: 1: exec: nope: not found\n")
 	if m == nil || m[1] != "nope" || m[2] != "not found" {
 		t.Errorf("not found: %q", m)
 	}
-	m = notFoundRE.FindStringSubmatch("x\nsh: 1: exec: ./a b: Permission denied\n")
+	m = notFoundRE().FindStringSubmatch("x\nsh: 1: exec: ./a b: Permission denied\n")
 	if m == nil || m[1] != "./a b" || m[2] != "Permission denied" {
 		t.Errorf("permission denied: %q", m)
 	}
-	if notFoundRE.MatchString("python3: can't open file 'x': [Errno 2] No such file or directory") {
+	if notFoundRE().MatchString("python3: can't open file 'x': [Errno 2] No such file or directory") {
 		t.Error("matched an interpreter's own error")
 	}
 }

@@ -104,7 +104,7 @@ func (c *container) outcome(ctx context.Context, wall time.Duration, status int,
 	if !res.OK && res.StoppedReason == "" {
 		stderr := c.stderr.Bytes()
 		if c.plan.exec != nil && (res.ExitCode == 127 || res.ExitCode == 126) {
-			if m := notFoundRE.FindSubmatch(stderr); m != nil {
+			if m := notFoundRE().FindSubmatch(stderr); m != nil {
 				what := "command not found"
 				if string(m[2]) == "Permission denied" {
 					what = "command not executable"

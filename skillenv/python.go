@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/skillrun/skillrun/internal/lazyre"
 	"github.com/skillrun/skillrun/internal/safefs"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -45,13 +45,13 @@ func (p *PythonPlan) keyDoc() map[string]any {
 	return map[string]any{"requirements": p.Deps.Requirements, "lock": p.Deps.Lock, "interpreter": p.Interpreter}
 }
 
-var pythonVersionRE = regexp.MustCompile(`^python(\d+\.\d+)$`)
+var pythonVersionRE = lazyre.New(`^python(\d+\.\d+)$`)
 
 // pythonName is the base interpreter's name, "python3.11": a venv's
 // site-packages folder is lib/<name>/site-packages.
 func pythonName(in Interpreter) (string, error) {
 	base := filepath.Base(in.Path)
-	if !pythonVersionRE.MatchString(base) {
+	if !pythonVersionRE().MatchString(base) {
 		return "", fmt.Errorf("cannot tell the Python version of %s (want an executable named pythonX.Y)", in.Path)
 	}
 	return base, nil

@@ -8,9 +8,10 @@ import (
 	"maps"
 	"os"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/skillrun/skillrun/internal/lazyre"
 )
 
 // Dependency files a skill folder may ship next to SKILL.md.
@@ -103,14 +104,14 @@ func (n *NodeDeps) PackageJSON() []byte {
 // options. No URLs, paths, editable installs or pip options: those would
 // reach hosts and files the operator did not configure.
 var (
-	reqNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,\s-]*\])?`)
-	reqSpecRE = regexp.MustCompile(`^\s*((~=|==|!=|<=|>=|<|>|===)\s*[A-Za-z0-9.*+!_-]+)(\s*,\s*(~=|==|!=|<=|>=|<|>|===)\s*[A-Za-z0-9.*+!_-]+)*\s*$`)
-	reqHashRE = regexp.MustCompile(`^--hash=sha(256|384|512):[0-9a-f]+$`)
+	reqNameRE = lazyre.New(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,\s-]*\])?`)
+	reqSpecRE = lazyre.New(`^\s*((~=|==|!=|<=|>=|<|>|===)\s*[A-Za-z0-9.*+!_-]+)(\s*,\s*(~=|==|!=|<=|>=|<|>|===)\s*[A-Za-z0-9.*+!_-]+)*\s*$`)
+	reqHashRE = lazyre.New(`^--hash=sha(256|384|512):[0-9a-f]+$`)
 	// npm package names (scoped or not) and specs that stay on the
 	// configured registry (versions, ranges, tags) or in the skill folder
 	// (file:).
-	npmNameRE = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
-	npmSpecRE = regexp.MustCompile(`^[A-Za-z0-9 .*^~<>=|x+-]*$`)
+	npmNameRE = lazyre.New(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*$`)
+	npmSpecRE = lazyre.New(`^[A-Za-z0-9 .*^~<>=|x+-]*$`)
 )
 
 // ParseRequirements checks pip requirement lines (requirements.txt's
@@ -162,7 +163,7 @@ func checkRequirement(line string) error {
 		fields = fields[:len(fields)-1]
 	}
 	for _, h := range hashes {
-		if !reqHashRE.MatchString(h) {
+		if !reqHashRE().MatchString(h) {
 			return fmt.Errorf("option %q is not allowed (only --hash=sha256:...)", h)
 		}
 	}
@@ -171,11 +172,11 @@ func checkRequirement(line string) error {
 		return errors.New("URLs and paths are not allowed (packages come from the operator's index)")
 	}
 	spec, _, _ := strings.Cut(req, ";") // environment markers are pip's to evaluate
-	name := reqNameRE.FindString(spec)
+	name := reqNameRE().FindString(spec)
 	if name == "" {
 		return errors.New("not a requirement (want e.g. requests==2.31.0)")
 	}
-	if rest := spec[len(name):]; strings.TrimSpace(rest) != "" && !reqSpecRE.MatchString(rest) {
+	if rest := spec[len(name):]; strings.TrimSpace(rest) != "" && !reqSpecRE().MatchString(rest) {
 		return fmt.Errorf("bad version specifier %q", strings.TrimSpace(rest))
 	}
 	return nil
@@ -195,7 +196,7 @@ func parseNodeDeps(source string, deps map[string]string, dir, base string) (*No
 	for _, name := range names {
 		v := strings.TrimSpace(deps[name])
 		switch {
-		case !npmNameRE.MatchString(name):
+		case !npmNameRE().MatchString(name):
 			errs = append(errs, fmt.Errorf("%s: dependencies: %q is not an npm package name", source, name))
 		case strings.HasPrefix(v, "file:"):
 			rel := path.Join(base, strings.TrimPrefix(strings.TrimPrefix(v, "file:"), "./"))
@@ -210,7 +211,7 @@ func parseNodeDeps(source string, deps map[string]string, dir, base string) (*No
 			}
 			n.LocalFiles = append(n.LocalFiles, rel)
 			v = "file:" + rel
-		case v == "" || !npmSpecRE.MatchString(v):
+		case v == "" || !npmSpecRE().MatchString(v):
 			errs = append(errs, fmt.Errorf("%s: dependencies: %s: spec %q is not allowed (versions, ranges and tags from the operator's registry, or file: inside the skill; no URLs, git or aliases)", source, name, v))
 			continue
 		}

@@ -9,7 +9,6 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/skillrun/skillrun/egress/policy"
+	"github.com/skillrun/skillrun/internal/lazyre"
 )
 
 // ManifestFile is the sandbox manifest's file name, next to SKILL.md. A
@@ -119,12 +119,12 @@ func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-var bytesRE = regexp.MustCompile(`^([0-9]+)\s*([kKmMgGtT]?)(i?[bB]?)$`)
+var bytesRE = lazyre.New(`^([0-9]+)\s*([kKmMgGtT]?)(i?[bB]?)$`)
 
 // ParseBytes parses "512Mi", "1G", "65536" into bytes. All units are
 // binary (1k = 1024).
 func ParseBytes(s string) (int64, error) {
-	m := bytesRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := bytesRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("invalid size %q (want e.g. 65536, 512Mi, 1G)", s)
 	}
@@ -226,7 +226,7 @@ func yamlErrorIn(data []byte, err error) string {
 			prefix := fmt.Sprintf("line %d: ", line)
 			if rest := strings.TrimPrefix(e, prefix); !strings.HasPrefix(rest, "field ") {
 				e = prefix + paths[line] + ": " + rest
-			} else if m := unknownFieldRE.FindStringSubmatch(rest); m != nil {
+			} else if m := unknownFieldRE().FindStringSubmatch(rest); m != nil {
 				e = prefix + unknownKey(paths[line], m[1], m[2])
 			}
 		}
@@ -236,7 +236,7 @@ func yamlErrorIn(data []byte, err error) string {
 }
 
 // unknownFieldRE is yaml.v3's unknown-key error: the key and the Go type.
-var unknownFieldRE = regexp.MustCompile(`^field (\S+) not found in type spec\.(\w+)$`)
+var unknownFieldRE = lazyre.New(`^field (\S+) not found in type spec\.(\w+)$`)
 
 // manifestSections are the manifest's mappings by Go type, for errors.
 var manifestSections = map[string]reflect.Type{
@@ -333,7 +333,7 @@ func keyPaths(n *yaml.Node, prefix string, out map[int]string) {
 }
 
 var (
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // ReservedEnv are variables the sandbox always sets; a manifest may not
@@ -397,7 +397,7 @@ func (m *Manifest) check() error {
 	}
 	for _, e := range m.Env {
 		switch {
-		case !envNameRE.MatchString(e):
+		case !envNameRE().MatchString(e):
 			fail("env", "%q is not a valid variable name", e)
 		case reservedEnv[e]:
 			fail("env", "%q is set by the sandbox and cannot be declared", e)

@@ -430,7 +430,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			return nil, fmt.Errorf("--env: %q is not a valid variable name", k)
 		}
 		if reservedEnv[k] {
@@ -457,7 +457,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 			"skill %q needs a writable workspace (%s filesystem.workspace: required) and none was granted; grant one with --workspace DIR", s.Name, ManifestFile)}
 	}
 	for k, v := range o.cmdEnv {
-		if reservedEnv[k] || !envNameRE.MatchString(k) {
+		if reservedEnv[k] || !envNameRE().MatchString(k) {
 			return nil, fmt.Errorf("command environment: %q cannot be set", k)
 		}
 		p.Env[k] = v
