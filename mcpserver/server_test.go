@@ -34,8 +34,13 @@ type fakeRT struct {
 	release chan struct{}
 	deleted map[string]bool
 	ended   map[string]error // how each run ended
-	// launches are the times warm sandboxes were launched.
-	launches []time.Time
+	// launches are the warm sandboxes launched (container ID, time).
+	launches []launch
+}
+
+type launch struct {
+	id string
+	at time.Time
 }
 
 func newFake() *fakeRT {
@@ -45,7 +50,7 @@ func newFake() *fakeRT {
 func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int, error) {
 	if len(opts.ExtraFiles) == 3 {
 		f.mu.Lock()
-		f.launches = append(f.launches, time.Now())
+		f.launches = append(f.launches, launch{id, time.Now()})
 		f.mu.Unlock()
 		// A warm sandbox: play the input holder with copies of its ends
 		// (the runner closes its own once started): ready on fd 4,
