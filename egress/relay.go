@@ -649,11 +649,32 @@ func (s *server) requestOK(req *http.Request, name string, port int) bool {
 		s.refuse(name, port, "HTTP: Host %s does not match", quoted(req.Host))
 		return false
 	}
+	if !targetOK(req) {
+		s.refuse(name, port, "HTTP: request target %s is not a path, an http:// URL or * (OPTIONS)", quoted(req.RequestURI))
+		return false
+	}
 	if req.URL.Host != "" && !hostMatches(req.URL.Host, name, port) {
 		s.refuse(name, port, "HTTP: request for %s does not match", quoted(req.URL.Host))
 		return false
 	}
 	return true
+}
+
+// targetOK says whether req's request target is one an origin reads as
+// the same request: origin-form (/path?query), absolute-form with the
+// http scheme and a host, or * for OPTIONS. Anything else (another
+// scheme, an opaque URI such as "a:0") would be written upstream in a
+// form the origin does not parse as this request.
+func targetOK(req *http.Request) bool {
+	u := req.URL
+	switch {
+	case u == nil || u.Opaque != "" || u.User != nil:
+		return false
+	case u.Scheme == "" && u.Host == "":
+		return strings.HasPrefix(u.Path, "/") || req.Method == http.MethodOptions && req.RequestURI == "*"
+	default:
+		return u.Scheme == "http" && u.Host != ""
+	}
 }
 
 // proxyHost and the proxy's port name the refusals of what the proxy

@@ -382,3 +382,31 @@ func TestProxyNoAddedUserAgent(t *testing.T) {
 		t.Errorf("the origin served %q, want %q", served, want)
 	}
 }
+
+// TestTargetOK: only request targets an origin reads as the same request
+// pass (the fuzz target found "A A:0", written upstream as "A 0").
+func TestTargetOK(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+	}{
+		{"GET / HTTP/1.1", true},
+		{"GET //x?q=1 HTTP/1.1", true},
+		{"GET http://api.test:8080/x HTTP/1.1", true},
+		{"OPTIONS * HTTP/1.1", true},
+		{"GET * HTTP/1.1", false},
+		{"A A:0 HTTP/1.1", false},
+		{"GET https://api.test:8080/x HTTP/1.1", false},
+		{"GET ftp://api.test:8080/x HTTP/1.1", false},
+		{"GET http://user@api.test:8080/x HTTP/1.1", false},
+		{"GET mailto:a@b HTTP/1.1", false},
+	} {
+		req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(c.line + "\r\nHost: api.test:8080\r\n\r\n")))
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if got := targetOK(req); got != c.ok {
+			t.Errorf("targetOK(%s) = %v, want %v", c.line, got, c.ok)
+		}
+	}
+}
