@@ -20,8 +20,12 @@ import (
 )
 
 // waiter is an init that reports the signals it gets on stdout; TERM and HUP
-// end it (a pid-namespace init without handlers would ignore them).
-var waiter = []string{"sh", "-c", `trap 'echo got-TERM; exit 0' TERM; trap 'echo got-HUP; exit 0' HUP; trap 'echo got-USR1' USR1; echo ready; while :; do sleep 1000 & wait; done`}
+// end it (a pid-namespace init without handlers would ignore them). It
+// sleeps in the foreground, a tenth of a second at a time: with
+// `sleep 1000 & wait`, a signal that came between the fork and the wait
+// could wait for the sleep (dash runs a trap when the builtin returns),
+// and TestKillSignals/hup-number once saw no trap within 10 s.
+var waiter = []string{"sh", "-c", `trap 'echo got-TERM; exit 0' TERM; trap 'echo got-HUP; exit 0' HUP; trap 'echo got-USR1' USR1; echo ready; while :; do sleep 0.1; done`}
 
 var stateKeys = []string{"annotations", "bundle", "created", "id", "ociVersion", "owner", "pid", "rootfs", "status"}
 
