@@ -42,6 +42,7 @@ type container struct {
 	id, dir    string
 	sp         *specs.Spec
 	claim      *owned
+	guard      runtime.Guard // nil: the back end has no lifetime guard
 	eg         *egressRun
 	egressSock string
 	base       Result // Skill, Environment, Warnings
@@ -110,7 +111,20 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	if c.id == "" {
 		c.id = newID(sk.Name)
 	}
-	if c.claim, err = newBundleDir(tmp, sk.Name, c.id); err != nil {
+	dir, err := bundleName(tmp, sk.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The sandbox never outlives this process: registered with the back
+	// end's lifetime guard before anything of it exists, the container
+	// and its bundle folder are removed by the guard if this process dies
+	// before cleanup (SIGKILL, OOM kill, crash).
+	if gd, ok := rt.(runtime.Guarder); ok {
+		if c.guard, err = gd.Guard(c.id, runtime.GuardOpts{Lock: dir + ownerSuffix, Remove: []string{dir}}); err != nil {
+			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+		}
+	}
+	if c.claim, err = claimBundleDir(dir, c.id); err != nil {
 		return nil, nil, err
 	}
 	c.dir = c.claim.dir
@@ -137,10 +151,23 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	return c, nil, nil
 }
 
-// startTimeout starts the wall-clock limit; the returned func stops it.
-func (c *container) startTimeout() func() bool {
-	t := time.AfterFunc(c.plan.policy.Timeout, func() { c.cancel(errTimeout) })
-	return t.Stop
+// guardGrace is how long after the wall-clock limit the lifetime guard
+// kills a sandbox this process has not killed (stuck, stopped): the
+// guard is the backstop, this process' own timer the limit.
+const guardGrace = 250 * time.Millisecond
+
+// startTimeout starts the wall-clock limit, counted from c.start, here
+// and as the lifetime guard's deadline; the returned func stops this
+// process' timer (the guard's deadline goes with the guard's release).
+func (c *container) startTimeout() (func() bool, error) {
+	timeout := c.plan.policy.Timeout
+	if c.guard != nil {
+		if err := c.guard.SetDeadline(c.start.Add(timeout + guardGrace)); err != nil {
+			return nil, fmt.Errorf("skill %q: lifetime guard: %w", c.plan.sk.Name, err)
+		}
+	}
+	t := time.AfterFunc(timeout-time.Since(c.start), func() { c.cancel(errTimeout) })
+	return t.Stop, nil
 }
 
 // run runs the container to its end and closes done.
@@ -225,6 +252,10 @@ func (c *container) cleanup() {
 	if c.claim != nil {
 		c.claim.release()
 		c.claim = nil
+	}
+	if c.guard != nil {
+		c.guard.Release()
+		c.guard = nil
 	}
 	c.plan.release()
 }

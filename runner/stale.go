@@ -36,11 +36,25 @@ type owned struct {
 // an unlocked owner file, a live run's is never seen unlocked, and no
 // folder exists without one.
 func newBundleDir(tmp, skill, id string) (*owned, error) {
+	dir, err := bundleName(tmp, skill)
+	if err != nil {
+		return nil, err
+	}
+	return claimBundleDir(dir, id)
+}
+
+// bundleName picks a fresh bundle folder name in tmp (nothing is made).
+func bundleName(tmp, skill string) (string, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, fmt.Errorf("bundle folder: %w", err)
+		return "", fmt.Errorf("bundle folder: %w", err)
 	}
-	dir := filepath.Join(tmp, bundlePrefix+skill+"-"+hex.EncodeToString(rnd[:]))
+	return filepath.Join(tmp, bundlePrefix+skill+"-"+hex.EncodeToString(rnd[:])), nil
+}
+
+// claimBundleDir claims the bundle folder dir (from bundleName) for
+// container id, as newBundleDir does.
+func claimBundleDir(dir, id string) (*owned, error) {
 	f, err := lockedFile(dir+ownerSuffix, id)
 	if err != nil {
 		return nil, fmt.Errorf("bundle folder: %w", err)

@@ -134,6 +134,11 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	}
 	hooks := takeHooks(config)
 	shimPrestart(config)
+	// A guarded container (Guard) is created only once its guard runs:
+	// from then on, this process' death cannot leave it behind.
+	if err := waitGuard(r.root, id); err != nil {
+		return nil, err
+	}
 	_, serr := os.Lstat(r.stateDir(id))
 	existed := serr == nil
 	c, err := libcontainer.Create(r.root, id, config)

@@ -1,0 +1,540 @@
+//go:build linux
+
+package linux
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skillrun/skillrun/runtime"
+)
+
+// The lifetime guard (runtime.Guarder): a small process per guarding
+// process (the skill runner: skill run, skill exec, sandbox, mcp serve,
+// skill prepare), started at its first guarded container. It is this
+// binary re-executed as `BINARY GuardArg`, in a session of its own (a
+// signal to the runner's process group does not reach it), holding the
+// read end of a pipe only the runner writes to. The runner registers each
+// guarded container before creating it ("add": state root, cgroup driver,
+// ID, what to remove after it), sets its deadline when its clock starts
+// ("deadline") and unregisters it once it has removed it ("del"); one
+// JSON object a line, each line one write of less than PIPE_BUF bytes.
+//
+// When the pipe ends (every copy of its write end is closed: the runner
+// is gone, whatever killed it), everything still registered is orphaned:
+// the guard force-deletes each container (Delete with force: every
+// process killed, state and cgroups removed; the mounts and the network
+// namespace go with the processes), removes the paths registered with it
+// once their lock file is free, and exits. A registration is in the pipe
+// before the container exists, so a runner killed at any point leaves
+// nothing the guard does not know of. At a container's deadline the guard
+// SIGKILLs every process of it, even while the runner lives (stuck, or
+// stopped): the wall-clock limit does not depend on the runner.
+//
+// The runner watches the guard in turn (the guard holds the write end of
+// a second pipe and never writes to it): a guard that died is started
+// again and told everything still registered.
+
+// GuardArg is the first argument of `BINARY GuardArg`, the lifetime
+// guard. Every binary that links this package becomes the guard when
+// started so (its package initialisation dispatches it, as containerinit
+// does the container's init), before the rest of the binary starts.
+const GuardArg = "__skillrun-guard"
+
+func init() {
+	if len(os.Args) == 2 && os.Args[1] == GuardArg {
+		if err := guardMain(); err != nil {
+			fmt.Fprintln(os.Stderr, "skillrun guard:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}
+
+// guardMsg is one line of the guard's protocol.
+type guardMsg struct {
+	// Op is "add", "deadline" or "del".
+	Op   string `json:"op"`
+	Root string `json:"root"`
+	ID   string `json:"id"`
+	// Systemd and Rootless are the back end's cgroup driver and rootless
+	// cgroups setting: the guard deletes with the same ones ("add").
+	Systemd  bool `json:"systemd,omitempty"`
+	Rootless bool `json:"rootless,omitempty"`
+	// Lock and Remove are runtime.GuardOpts' ("add").
+	Lock   string   `json:"lock,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+	// At is the deadline on CLOCK_MONOTONIC, in nanoseconds ("add",
+	// "deadline"); 0: none.
+	At int64 `json:"at,omitempty"`
+}
+
+type guardKey struct{ root, id string }
+
+func (m *guardMsg) key() guardKey { return guardKey{m.Root, m.ID} }
+
+// monoNow reads CLOCK_MONOTONIC, the clock deadlines are on: the same in
+// the runner and the guard, and it does not jump with the wall clock.
+func monoNow() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// monoAt is t on CLOCK_MONOTONIC (0 for the zero time).
+func monoAt(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	at := monoNow() + int64(time.Until(t))
+	if at <= 0 {
+		at = 1
+	}
+	return at
+}
+
+// ---------------------------------------------------------------- runner side
+
+// guardClient is this process' guard: the running guard process (if
+// any) and what this process registered with it.
+type guardClient struct {
+	mu      sync.Mutex
+	cur     *guardProc
+	entries map[guardKey]*guardMsg
+	// exe is the binary started as the guard.
+	exe string
+}
+
+// guardProc is one guard process as its runner sees it.
+type guardProc struct {
+	w     *os.File      // the command pipe's write end
+	ready chan struct{} // closed once the process is started, or failed to
+	err   error         // why it failed to start (set before ready closes)
+	cmd   *exec.Cmd
+}
+
+// failed reports whether the process could not be started.
+func (p *guardProc) failed() bool {
+	select {
+	case <-p.ready:
+		return p.err != nil
+	default:
+		return false
+	}
+}
+
+var guards = &guardClient{entries: map[guardKey]*guardMsg{}, exe: "/proc/self/exe"}
+
+// Guard implements runtime.Guarder. It returns at once: the guard process
+// is started in the background when this process has none, and Run and
+// Create of the ID wait for it (waitGuard).
+func (r *Runtime) Guard(id string, o runtime.GuardOpts) (runtime.Guard, error) {
+	if err := runtime.ValidateID(id); err != nil {
+		return nil, err
+	}
+	m := &guardMsg{Op: "add", Root: r.root, ID: id, Systemd: r.systemd, Rootless: r.rootlessCgroups,
+		Lock: o.Lock, Remove: append([]string(nil), o.Remove...)}
+	if err := guards.add(m); err != nil {
+		return nil, err
+	}
+	return &guard{c: guards, key: m.key()}, nil
+}
+
+// guard is one guarded container (runtime.Guard).
+type guard struct {
+	c    *guardClient
+	key  guardKey
+	once sync.Once
+}
+
+func (g *guard) SetDeadline(t time.Time) error { return g.c.deadline(g.key, monoAt(t)) }
+func (g *guard) Release()                      { g.once.Do(func() { g.c.del(g.key) }) }
+
+func (c *guardClient) add(m *guardMsg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[m.key()]; ok {
+		return fmt.Errorf("container %s is already guarded", m.ID)
+	}
+	c.entries[m.key()] = m
+	if c.cur == nil || c.cur.failed() {
+		if err := c.startLocked(); err != nil {
+			delete(c.entries, m.key())
+			return err
+		}
+		return nil // startLocked sent every entry
+	}
+	c.sendLocked(m)
+	return nil
+}
+
+func (c *guardClient) deadline(k guardKey, at int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.entries[k]
+	if !ok {
+		return errors.New("container not guarded")
+	}
+	m.At = at
+	if c.cur == nil {
+		return errors.New("no guard process")
+	}
+	c.sendLocked(&guardMsg{Op: "deadline", Root: k.root, ID: k.id, At: at})
+	return nil
+}
+
+func (c *guardClient) del(k guardKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[k]; !ok {
+		return
+	}
+	delete(c.entries, k)
+	if c.cur != nil {
+		c.sendLocked(&guardMsg{Op: "del", Root: k.root, ID: k.id})
+	}
+}
+
+// sendLocked writes m to the running guard. A failed write means the
+// guard is gone: a new one is started and told everything registered
+// (m's effect included).
+func (c *guardClient) sendLocked(m *guardMsg) {
+	line, err := json.Marshal(m)
+	if err != nil {
+		return
+	}
+	if _, err := c.cur.w.Write(append(line, '\n')); err != nil {
+		_ = c.startLocked()
+	}
+}
+
+// startLocked starts a guard process in the background, replacing the
+// current one (gone), and sends it every registered container. The
+// messages wait in the pipe until it reads them.
+func (c *guardClient) startLocked() error {
+	if old := c.cur; old != nil {
+		old.w.Close()
+		c.cur = nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("lifetime guard: %w", err)
+	}
+	aliveR, aliveW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return fmt.Errorf("lifetime guard: %w", err)
+	}
+	p := &guardProc{w: w, ready: make(chan struct{})}
+	c.cur = p
+	// Descriptors this process inherited without close-on-exec must not
+	// live on in the guard (a pipe its caller waits on to end).
+	closeOnExecFrom(3)
+	cmd := exec.Command(c.exe, GuardArg)
+	cmd.ExtraFiles = []*os.File{r, aliveW}
+	// Its own session: a signal to the runner's process group (^C, a
+	// supervisor's kill of the group) does not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	p.cmd = cmd
+	go c.run(p, cmd, r, aliveR, aliveW)
+	for _, m := range c.entries {
+		line, err := json.Marshal(m)
+		if err != nil {
+			continue
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			break // the process failed: waitGuard reports it
+		}
+	}
+	return nil
+}
+
+// run starts the guard process p (the fork and exec overlap what the
+// caller does next: writing the bundle, the container's start), then
+// watches it: when it dies while this process lives, a new one takes
+// over.
+func (c *guardClient) run(p *guardProc, cmd *exec.Cmd, r, aliveR, aliveW *os.File) {
+	err := cmd.Start()
+	r.Close()
+	aliveW.Close()
+	if err != nil {
+		p.err = fmt.Errorf("lifetime guard: %w", err)
+		p.w.Close() // pending writes fail with EPIPE
+		close(p.ready)
+		aliveR.Close()
+		return
+	}
+	close(p.ready)
+	// The guard never writes: the read ends when its copy closes, i.e.
+	// when it exits.
+	var b [64]byte
+	for {
+		if _, err := aliveR.Read(b[:]); err != nil {
+			break
+		}
+	}
+	aliveR.Close()
+	_ = cmd.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == p {
+		c.cur = nil
+		p.w.Close()
+		if len(c.entries) > 0 {
+			_ = c.startLocked()
+		}
+	}
+}
+
+// waitGuard returns once the guard of container id under root (when it
+// is guarded) is in place, or why it cannot be.
+func waitGuard(root, id string) error {
+	c := guards
+	c.mu.Lock()
+	_, ok := c.entries[guardKey{root, id}]
+	p := c.cur
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if p == nil {
+		return errors.New("lifetime guard: not running")
+	}
+	<-p.ready
+	return p.err
+}
+
+// ---------------------------------------------------------------- guard side
+
+// guardState is what a guard knows: the registered containers.
+type guardState struct {
+	entries map[guardKey]*guardMsg
+}
+
+func newGuardState() *guardState { return &guardState{entries: map[guardKey]*guardMsg{}} }
+
+// apply applies one message of the protocol.
+func (s *guardState) apply(m guardMsg) {
+	switch m.Op {
+	case "add":
+		if runtime.ValidateID(m.ID) != nil || !filepath.IsAbs(m.Root) {
+			return
+		}
+		cp := m
+		s.entries[m.key()] = &cp
+	case "deadline":
+		if e, ok := s.entries[m.key()]; ok {
+			e.At = m.At
+		}
+	case "del":
+		delete(s.entries, m.key())
+	}
+}
+
+// due returns the containers whose deadline is at or before now, and
+// clears their deadlines (each is killed once).
+func (s *guardState) due(now int64) []guardMsg {
+	var out []guardMsg
+	for _, e := range s.entries {
+		if e.At != 0 && e.At <= now {
+			out = append(out, *e)
+			e.At = 0
+		}
+	}
+	return out
+}
+
+// next is the earliest deadline (0: none).
+func (s *guardState) next() int64 {
+	var n int64
+	for _, e := range s.entries {
+		if e.At != 0 && (n == 0 || e.At < n) {
+			n = e.At
+		}
+	}
+	return n
+}
+
+// orphans are the containers still registered.
+func (s *guardState) orphans() []guardMsg {
+	out := make([]guardMsg, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, *e)
+	}
+	return out
+}
+
+// guardActions are what a guard does to containers.
+type guardActions interface {
+	// kill SIGKILLs every process of the container (its deadline).
+	kill(m guardMsg)
+	// remove force-deletes the container and removes its paths (its
+	// runner is gone).
+	remove(m guardMsg)
+}
+
+// runGuard is the guard's loop: it applies msgs until the channel closes
+// (the runner is gone), killing containers at their deadlines (now reads
+// the clock), then removes every container still registered, in
+// parallel, and returns once all are removed.
+func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64) {
+	s := newGuardState()
+	timer := time.NewTimer(time.Duration(math.MaxInt64))
+	defer timer.Stop()
+	var kills sync.WaitGroup
+	arm := func() {
+		timer.Stop()
+		if n := s.next(); n != 0 {
+			timer.Reset(time.Duration(max(n-now(), 0)))
+		}
+	}
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				orphans := s.orphans()
+				var wg sync.WaitGroup
+				sem := make(chan struct{}, 16)
+				for _, o := range orphans {
+					wg.Add(1)
+					sem <- struct{}{}
+					go func() {
+						defer wg.Done()
+						defer func() { <-sem }()
+						act.remove(o)
+					}()
+				}
+				wg.Wait()
+				kills.Wait()
+				return
+			}
+			s.apply(m)
+		case <-timer.C:
+			for _, d := range s.due(now()) {
+				kills.Add(1)
+				go func() {
+					defer kills.Done()
+					act.kill(d)
+				}()
+			}
+		}
+		arm()
+	}
+}
+
+// guardMain is the guard process: descriptor 3 is the command pipe,
+// descriptor 4 the pipe whose end tells the runner the guard is gone.
+func guardMain() error {
+	unix.CloseOnExec(3)
+	unix.CloseOnExec(4)
+	in := os.NewFile(3, "guard")
+	if in == nil {
+		return errors.New("no command pipe on descriptor 3")
+	}
+	msgs := make(chan guardMsg, 16)
+	go readGuardMsgs(in, msgs)
+	runGuard(msgs, osGuard{}, monoNow)
+	return nil
+}
+
+// readGuardMsgs decodes the command pipe's lines into msgs and closes it
+// at the pipe's end (a line cut by the runner's death is dropped).
+func readGuardMsgs(in *os.File, msgs chan<- guardMsg) {
+	defer close(msgs)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		var m guardMsg
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			msgs <- m
+		}
+	}
+}
+
+// osGuard does the guard's work with this package's verbs.
+type osGuard struct{}
+
+func guardRuntime(m guardMsg) *Runtime {
+	return &Runtime{root: m.Root, systemd: m.Systemd, rootlessCgroups: m.Rootless, warn: func(string) {}}
+}
+
+func (osGuard) kill(m guardMsg) {
+	r := guardRuntime(m)
+	for attempt := 0; attempt < 3; attempt++ {
+		err := r.Kill(context.Background(), m.ID, unix.SIGKILL, true)
+		if err == nil || errors.Is(err, runtime.ErrNotExist) || errors.Is(err, runtime.ErrNotRunning) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (osGuard) remove(m guardMsg) {
+	r := guardRuntime(m)
+	// No state folder: the runner died before the container's create
+	// began (or after its removal), and nothing of it exists.
+	if _, err := os.Lstat(r.stateDir(m.ID)); err == nil {
+		for attempt := 0; attempt < 3; attempt++ {
+			err := r.Delete(context.Background(), m.ID, true)
+			if err == nil || errors.Is(err, runtime.ErrNotExist) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	removeUnlocked(m.Lock, m.Remove)
+}
+
+// lockAttempts bounds the wait for a dead runner's lock (5 ms apart).
+var lockAttempts = 200
+
+// removeUnlocked removes the paths of remove, then lock, when lock (if
+// set) is a regular file of this user that nobody holds a flock on (or
+// will soon: a second at most).
+func removeUnlocked(lock string, remove []string) {
+	if lock != "" {
+		f, err := os.OpenFile(lock, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil || int(st.Uid) != os.Geteuid() || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return
+		}
+		// The runner's exit closes the pipe and this file's lock in the
+		// order of their descriptors: its lock may outlive the pipe's end
+		// by a few microseconds.
+		for attempt := 0; ; attempt++ {
+			err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			if err == nil {
+				break
+			}
+			if err != unix.EWOULDBLOCK || attempt == lockAttempts {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, p := range remove {
+		if filepath.IsAbs(p) {
+			_ = os.RemoveAll(p)
+		}
+	}
+	if lock != "" {
+		_ = os.Remove(lock)
+	}
+}
