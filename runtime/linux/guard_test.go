@@ -6,11 +6,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,8 +196,11 @@ const guardRunnerEnv = "SKILLRUN_GUARD_TEST_RUNNER"
 // guardRunner is a runner for TestGuardProcess: it claims a folder the
 // way the skill runner does (an owner file it flocks, then the folder),
 // guards a container that does not exist under a state root, with the
-// folder to remove, optionally kills its own guard and waits for its
-// replacement, prints "ready PID" (the guard's) and waits to be killed.
+// folder to remove, then does what GUARD_MODE says, prints "ready PID"
+// (its guard's) and waits to be killed. Modes: "" nothing more;
+// "killfirst" kills its guard and waits for the replacement; "released"
+// releases the container; "deadline" sets its deadline 100 ms ahead;
+// "many" guards and releases 300 more (past the stub's hand-over).
 func guardRunner() {
 	dir, root := os.Getenv("GUARD_DIR"), os.Getenv("GUARD_ROOT")
 	f, err := os.OpenFile(dir+".owner", os.O_CREATE|os.O_RDWR, 0o600)
@@ -205,9 +210,12 @@ func guardRunner() {
 	if err == nil {
 		err = os.Mkdir(dir, 0o700)
 	}
-	if err != nil {
+	fail := func(err error) {
 		fmt.Println("error", err)
 		os.Exit(1)
+	}
+	if err != nil {
+		fail(err)
 	}
 	r := &Runtime{root: root, warn: func(string) {}}
 	g, err := r.Guard("guarded-1", runtime.GuardOpts{Lock: dir + ".owner", Remove: []string{dir}})
@@ -215,12 +223,11 @@ func guardRunner() {
 		err = waitGuard(root, "guarded-1")
 	}
 	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
+		fail(err)
 	}
-	_ = g
 	pid := guardPid()
-	if os.Getenv("GUARD_KILL_FIRST") != "" {
+	switch os.Getenv("GUARD_MODE") {
+	case "killfirst":
 		_ = unix.Kill(pid, unix.SIGKILL)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			if p := guardPid(); p != 0 && p != pid {
@@ -228,9 +235,22 @@ func guardRunner() {
 				break
 			}
 			if time.Now().After(deadline) {
-				fmt.Println("error: the guard was not replaced")
-				os.Exit(1)
+				fail(errors.New("the guard was not replaced"))
 			}
+		}
+	case "released":
+		g.Release()
+	case "deadline":
+		if err := g.SetDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+			fail(err)
+		}
+	case "many":
+		for i := 0; i < 300; i++ {
+			o, err := r.Guard(fmt.Sprintf("other-%d", i), runtime.GuardOpts{Remove: []string{dir + "-other"}})
+			if err != nil {
+				fail(err)
+			}
+			o.Release()
 		}
 	}
 	fmt.Println("ready", pid)
@@ -252,20 +272,37 @@ func guardPid() int {
 	return p.cmd.Process.Pid
 }
 
+// threads is the number of threads of pid: 1 while the guard is its C
+// stub, more once the Go runtime started.
+func threads(pid int) int {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
 // TestGuardProcess runs the real guard process under a runner (this
 // test binary) that is SIGKILLed: the guard removes what was registered
-// within a second, and exits. With the guard killed first, the runner
-// starts another, which does the same.
+// within a second, and exits; with the guard killed first, the runner
+// starts another, which does the same. The guard stays its C stub (one
+// thread, no Go runtime) until it has work: a deadline, a runner that
+// wrote past the hand-over, a runner gone with something registered; a
+// runner gone with nothing registered ends the stub alone.
 func TestGuardProcess(t *testing.T) {
-	for _, killFirst := range []bool{false, true} {
-		t.Run(fmt.Sprintf("guard-killed-first=%v", killFirst), func(t *testing.T) {
+	for _, tc := range []struct {
+		mode    string
+		goGuard bool // the Go guard runs before the runner's kill
+		removed bool
+	}{{"", false, true}, {"killfirst", false, true}, {"released", false, false}, {"deadline", true, true}, {"many", true, true}} {
+		t.Run("mode="+tc.mode, func(t *testing.T) {
 			base := t.TempDir()
 			dir, root := filepath.Join(base, "bundle"), filepath.Join(base, "state")
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), guardRunnerEnv+"=1", "GUARD_DIR="+dir, "GUARD_ROOT="+root)
-			if killFirst {
-				cmd.Env = append(cmd.Env, "GUARD_KILL_FIRST=1")
-			}
+			cmd.Env = append(os.Environ(), guardRunnerEnv+"=1", "GUARD_DIR="+dir, "GUARD_ROOT="+root, "GUARD_MODE="+tc.mode)
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)
@@ -289,21 +326,26 @@ func TestGuardProcess(t *testing.T) {
 			if sid, _ := unix.Getsid(guardPID); sid != guardPID {
 				t.Errorf("guard %d: session %d, want its own", guardPID, sid)
 			}
+			time.Sleep(300 * time.Millisecond)
+			if n := threads(guardPID); (n > 1) != tc.goGuard {
+				t.Errorf("guard has %d threads before the runner's kill: want the Go guard %v", n, tc.goGuard)
+			}
 			killed := time.Now()
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
 			for {
 				_, derr := os.Lstat(dir)
 				_, lerr := os.Lstat(dir + ".owner")
-				if os.IsNotExist(derr) && os.IsNotExist(lerr) && !processAlive(guardPID) {
+				gone := os.IsNotExist(derr) && os.IsNotExist(lerr)
+				if gone == tc.removed && !processAlive(guardPID) {
 					break
 				}
 				if time.Since(killed) > time.Second {
-					t.Fatalf("1 s after the runner's SIGKILL: folder %v, owner file %v, guard alive %v", derr, lerr, processAlive(guardPID))
+					t.Fatalf("1 s after the runner's SIGKILL: folder %v, owner file %v, guard alive %v (want removed %v)", derr, lerr, processAlive(guardPID), tc.removed)
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond)
 			}
-			t.Logf("removed %s after the runner's SIGKILL", time.Since(killed).Round(time.Millisecond))
+			t.Logf("guard done %s after the runner's SIGKILL", time.Since(killed).Round(time.Millisecond))
 			if _, err := os.Lstat(root); !os.IsNotExist(err) {
 				t.Errorf("the guard made the state root of a container that never existed: %v", err)
 			}
@@ -331,7 +373,7 @@ func TestGuardClientMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p := &guardProc{w: w, ready: make(chan struct{})}
+	p := &guardProc{w: w, ready: make(chan struct{}), timer: -1, count: -1, handOver: 1 << 20}
 	close(p.ready)
 	c := &guardClient{entries: map[guardKey]*guardMsg{}, cur: p}
 	rt := &Runtime{root: "/state", systemd: true, rootlessCgroups: true}
@@ -421,5 +463,54 @@ func TestGuardDeadlineRoot(t *testing.T) {
 	}
 	if took < time.Second || took > 3*time.Second {
 		t.Errorf("killed after %s, want about 1 s", took)
+	}
+}
+
+// BenchmarkGuard measures one guard's life as a runner sees it, in CPU
+// time of the guard process (cpu-us/op): started, told one container
+// and its release, then the runner's end. "stub" is the usual life (the
+// Go runtime never starts), "go" forces the hand-over to the Go guard.
+// $SKILLRUN names the binary to start (default: this test binary).
+func BenchmarkGuard(b *testing.B) {
+	exe := os.Getenv("SKILLRUN")
+	if exe == "" {
+		exe = "/proc/self/exe"
+	}
+	for _, handOver := range []bool{false, true} {
+		name := "stub"
+		if handOver {
+			name = "go"
+		}
+		b.Run(name, func(b *testing.B) {
+			var cpu, wall time.Duration
+			for i := 0; i < b.N; i++ {
+				c := &guardClient{entries: map[guardKey]*guardMsg{}, exe: exe}
+				m := &guardMsg{Op: "add", Root: "/nonexistent", ID: "bench"}
+				start := time.Now()
+				if err := c.add(m); err != nil {
+					b.Fatal(err)
+				}
+				c.mu.Lock()
+				p := c.cur
+				if handOver {
+					p.arm(1)
+				}
+				c.mu.Unlock()
+				<-p.ready
+				if p.err != nil {
+					b.Fatal(p.err)
+				}
+				c.del(m.key())
+				c.mu.Lock()
+				c.cur = nil
+				p.close() // the runner's end
+				c.mu.Unlock()
+				<-p.done
+				wall += time.Since(start)
+				cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+			b.ReportMetric(float64(wall.Microseconds())/float64(b.N), "wall-us/op")
+		})
 	}
 }
