@@ -71,15 +71,45 @@ type container struct {
 // container's bundle and egress server. A policy refusal is returned as
 // a Result (StoppedReason "policy"), with nothing left to release.
 func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []string, opts Options, warm bool) (_ *container, _ *Result, retErr error) {
-	cgroups, _ := rt.(runtime.CgroupProber)
-	p, err := newPlan(ctx, sk, argv, opts, cgroups)
-	if pe := (*spec.PolicyError)(nil); errors.As(err, &pe) {
-		return nil, refusal(sk, p.envInfo, nil, pe.Error()), nil
+	tmp := opts.TempDir
+	if tmp == "" {
+		tmp = DefaultTempDir()
 	}
+	id := opts.ID
+	if id == "" {
+		id = newID(sk.Name)
+	}
+	dir, err := bundleName(tmp, sk.Name)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &container{rt: rt, plan: p, warm: warm, done: make(chan struct{})}
+	// The sandbox never outlives this process: registered with the back
+	// end's lifetime guard before anything of it exists, the container
+	// and its bundle folder are removed by the guard if this process dies
+	// before cleanup (SIGKILL, OOM kill, crash). The guard's process
+	// starts in the background while the plan is made.
+	var guard runtime.Guard
+	if gd, ok := rt.(runtime.Guarder); ok {
+		if guard, err = gd.Guard(id, runtime.GuardOpts{Lock: dir + ownerSuffix, Remove: []string{dir}}); err != nil {
+			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+		}
+	}
+	release := func() {
+		if guard != nil {
+			guard.Release()
+		}
+	}
+	cgroups, _ := rt.(runtime.CgroupProber)
+	p, err := newPlan(ctx, sk, argv, opts, cgroups)
+	if pe := (*spec.PolicyError)(nil); errors.As(err, &pe) {
+		release()
+		return nil, refusal(sk, p.envInfo, nil, pe.Error()), nil
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	c := &container{rt: rt, plan: p, warm: warm, done: make(chan struct{}), id: id, guard: guard}
 	c.base = Result{Skill: sk.Name, ExitCode: -1, Environment: p.envInfo}
 	if p.exec != nil {
 		c.base.Command, c.base.Cwd = p.exec.Args, p.policy.Cwd
@@ -102,25 +132,10 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 		c.cleanup()
 		return nil, refusal(sk, p.envInfo, c.base.Warnings, "network: per-host allowlists need Linux network namespaces"), nil
 	}
-	tmp := opts.TempDir
-	if tmp == "" {
-		tmp = DefaultTempDir()
-	}
 	collectStale(ctx, rt, tmp)
-	c.id = opts.ID
-	if c.id == "" {
-		c.id = newID(sk.Name)
-	}
-	dir, err := bundleName(tmp, sk.Name)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The sandbox never outlives this process: registered with the back
-	// end's lifetime guard before anything of it exists, the container
-	// and its bundle folder are removed by the guard if this process dies
-	// before cleanup (SIGKILL, OOM kill, crash).
-	if gd, ok := rt.(runtime.Guarder); ok {
-		if c.guard, err = gd.Guard(c.id, runtime.GuardOpts{Lock: dir + ownerSuffix, Remove: []string{dir}}); err != nil {
+	// Nothing of the sandbox is made before its guard is in place.
+	if c.guard != nil {
+		if err := c.guard.Ready(); err != nil {
 			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,8 +25,8 @@ type guardedRT struct {
 	deadline time.Time
 	// bundleAtGuard and bundleAtRelease: whether the bundle folder
 	// existed when Guard and Release were called.
-	bundleAtGuard, bundleAtRelease bool
-	fail                           error
+	bundleAtGuard, bundleAtReady, bundleAtRelease bool
+	fail                                          error
 }
 
 func (g *guardedRT) Guard(id string, o runtime.GuardOpts) (runtime.Guard, error) {
@@ -50,6 +51,17 @@ func (f *fakeGuard) SetDeadline(t time.Time) error {
 	defer f.g.mu.Unlock()
 	f.g.events = append(f.g.events, "deadline")
 	f.g.deadline = t
+	return nil
+}
+
+func (f *fakeGuard) Ready() error {
+	f.g.mu.Lock()
+	defer f.g.mu.Unlock()
+	f.g.events = append(f.g.events, "ready")
+	if len(f.g.opts.Remove) == 1 {
+		_, err := os.Lstat(f.g.opts.Remove[0])
+		f.g.bundleAtReady = err == nil
+	}
 	return nil
 }
 
@@ -82,8 +94,8 @@ func TestRunGuarded(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
-	if got := rt.events; len(got) != 4 || got[0] != "guard" || got[1] != "deadline" || got[2] != "run" || got[3] != "release" {
-		t.Errorf("events = %v, want guard, deadline, run, release", got)
+	if got := strings.Join(rt.events, ","); got != "guard,ready,deadline,run,release" {
+		t.Errorf("events = %v, want guard, ready, deadline, run, release", got)
 	}
 	if rt.id != rt.ids[0] {
 		t.Errorf("guarded %q, ran %q", rt.id, rt.ids[0])
@@ -91,8 +103,8 @@ func TestRunGuarded(t *testing.T) {
 	if len(rt.opts.Remove) != 1 || rt.opts.Remove[0] != rt.bundles[0] || rt.opts.Lock != rt.bundles[0]+ownerSuffix {
 		t.Errorf("guard opts %+v, bundle %s", rt.opts, rt.bundles[0])
 	}
-	if rt.bundleAtGuard {
-		t.Error("the bundle folder existed before the guard")
+	if rt.bundleAtGuard || rt.bundleAtReady {
+		t.Error("the bundle folder existed before the guard was in place")
 	}
 	if rt.bundleAtRelease {
 		t.Error("the guard was released before the bundle folder was removed")

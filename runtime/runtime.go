@@ -286,8 +286,9 @@ type Guarder interface {
 	// a crash) before Release, another process force-deletes the
 	// container within about a second (kills its processes, removes its
 	// state and cgroups), then removes o.Remove and o.Lock when o.Lock is
-	// not locked. Run and Create of a guarded ID wait until that process
-	// is in place, and fail when it cannot be started.
+	// not locked. Guard returns at once; Guard.Ready waits until that
+	// process is in place, and Run and Create of a guarded ID wait for it
+	// too (they fail when it cannot be started).
 	Guard(id string, o GuardOpts) (Guard, error)
 }
 
@@ -309,6 +310,10 @@ type Guard interface {
 	// t, even while the caller lives (stuck, or stopped): the backstop of
 	// the caller's own wall-clock limit. The zero time removes it.
 	SetDeadline(t time.Time) error
+	// Ready returns once the guard is in place (Guard may start it in
+	// the background), or why it cannot be: nothing of the container
+	// (its files included) should exist before.
+	Ready() error
 	// Release ends the guard: the caller has deleted the container and
 	// removed what GuardOpts named (or will, and takes the risk).
 	Release()

@@ -77,6 +77,12 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		}
 	}
 
+	// A guarded container (Guard) is created only once its guard runs:
+	// from then on, this process' death cannot leave anything of it
+	// (its lock file first) behind.
+	if err := waitGuard(r.root, id); err != nil {
+		return nil, err
+	}
 	lk, err := r.lock(id)
 	if err != nil {
 		return nil, err
@@ -134,11 +140,6 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	}
 	hooks := takeHooks(config)
 	shimPrestart(config)
-	// A guarded container (Guard) is created only once its guard runs:
-	// from then on, this process' death cannot leave it behind.
-	if err := waitGuard(r.root, id); err != nil {
-		return nil, err
-	}
 	_, serr := os.Lstat(r.stateDir(id))
 	existed := serr == nil
 	c, err := libcontainer.Create(r.root, id, config)

@@ -226,6 +226,7 @@ type guard struct {
 }
 
 func (g *guard) SetDeadline(t time.Time) error { return g.c.deadline(g.key, monoAt(t)) }
+func (g *guard) Ready() error                  { return g.c.wait(g.key) }
 func (g *guard) Release()                      { g.once.Do(func() { g.c.del(g.key) }) }
 
 // The stub's count goes up before a registration is written and down
@@ -263,7 +264,9 @@ func (c *guardClient) deadline(k guardKey, at int64) error {
 		return errors.New("no guard process")
 	}
 	c.sendLocked(&guardMsg{Op: "deadline", Root: k.root, ID: k.id, At: at})
-	c.cur.arm(c.nextLocked())
+	if c.cur != nil {
+		c.cur.arm(c.nextLocked())
+	}
 	return nil
 }
 
@@ -304,6 +307,11 @@ func (c *guardClient) sendLocked(m *guardMsg) {
 		return
 	}
 	if err := c.cur.write(append(line, '\n')); err != nil {
+		if len(c.entries) == 0 {
+			c.cur.close()
+			c.cur = nil
+			return
+		}
 		_ = c.startLocked()
 	}
 }
@@ -433,10 +441,11 @@ func (c *guardClient) run(p *guardProc, cmd *exec.Cmd, files []*os.File, aliveR 
 
 // waitGuard returns once the guard of container id under root (when it
 // is guarded) is in place, or why it cannot be.
-func waitGuard(root, id string) error {
-	c := guards
+func waitGuard(root, id string) error { return guards.wait(guardKey{root, id}) }
+
+func (c *guardClient) wait(k guardKey) error {
 	c.mu.Lock()
-	_, ok := c.entries[guardKey{root, id}]
+	_, ok := c.entries[k]
 	p := c.cur
 	c.mu.Unlock()
 	if !ok {
@@ -620,9 +629,12 @@ func (osGuard) kill(m guardMsg) {
 
 func (osGuard) remove(m guardMsg) {
 	r := guardRuntime(m)
-	// No state folder: the runner died before the container's create
-	// began (or after its removal), and nothing of it exists.
-	if _, err := os.Lstat(r.stateDir(m.ID)); err == nil {
+	// Neither a state folder nor a lock file: the runner died before the
+	// container's create began (or after its removal), and nothing of it
+	// exists (Delete would make the state root).
+	_, serr := os.Lstat(r.stateDir(m.ID))
+	_, lerr := os.Lstat(filepath.Join(r.root, lockDirName, m.ID))
+	if serr == nil || lerr == nil {
 		for attempt := 0; attempt < 3; attempt++ {
 			err := r.Delete(context.Background(), m.ID, true)
 			if err == nil || errors.Is(err, runtime.ErrNotExist) {

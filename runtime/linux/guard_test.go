@@ -200,6 +200,7 @@ const guardRunnerEnv = "SKILLRUN_GUARD_TEST_RUNNER"
 // (its guard's) and waits to be killed. Modes: "" nothing more;
 // "killfirst" kills its guard and waits for the replacement; "released"
 // releases the container; "deadline" sets its deadline 100 ms ahead;
+// "lockfile" takes the container's lock (as a create does first);
 // "many" guards and releases 300 more (past the stub's hand-over).
 func guardRunner() {
 	dir, root := os.Getenv("GUARD_DIR"), os.Getenv("GUARD_ROOT")
@@ -242,6 +243,11 @@ func guardRunner() {
 		g.Release()
 	case "deadline":
 		if err := g.SetDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+			fail(err)
+		}
+	case "lockfile":
+		// Killed between its lock and the create: only the lock file.
+		if _, err := r.lock("guarded-1"); err != nil {
 			fail(err)
 		}
 	case "many":
@@ -297,7 +303,7 @@ func TestGuardProcess(t *testing.T) {
 		mode    string
 		goGuard bool // the Go guard runs before the runner's kill
 		removed bool
-	}{{"", false, true}, {"killfirst", false, true}, {"released", false, false}, {"deadline", true, true}, {"many", true, true}} {
+	}{{"", false, true}, {"killfirst", false, true}, {"released", false, false}, {"deadline", true, true}, {"many", true, true}, {"lockfile", false, true}} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			base := t.TempDir()
 			dir, root := filepath.Join(base, "bundle"), filepath.Join(base, "state")
@@ -346,7 +352,11 @@ func TestGuardProcess(t *testing.T) {
 				time.Sleep(2 * time.Millisecond)
 			}
 			t.Logf("guard done %s after the runner's SIGKILL", time.Since(killed).Round(time.Millisecond))
-			if _, err := os.Lstat(root); !os.IsNotExist(err) {
+			if tc.mode == "lockfile" {
+				if _, err := os.Lstat(filepath.Join(root, lockDirName, "guarded-1")); !os.IsNotExist(err) {
+					t.Errorf("the lock file of a create killed before its state folder is left: %v", err)
+				}
+			} else if _, err := os.Lstat(root); !os.IsNotExist(err) {
 				t.Errorf("the guard made the state root of a container that never existed: %v", err)
 			}
 		})
