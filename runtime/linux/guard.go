@@ -379,6 +379,7 @@ func (c *guardClient) startLocked() (retErr error) {
 	cmd := exec.Command(c.exe, GuardArg)
 	cmd.ExtraFiles = files
 	cmd.Env = append(os.Environ(), guardstub.EnvStub+"=1")
+	cmd.Dir = "/" // it uses absolute paths only, and must not pin the caller's folder
 	// Its own session: a signal to the runner's process group (^C, a
 	// supervisor's kill of the group) does not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
