@@ -201,6 +201,7 @@ const guardRunnerEnv = "SKILLRUN_GUARD_TEST_RUNNER"
 // "killfirst" kills its guard and waits for the replacement; "released"
 // releases the container; "deadline" sets its deadline 100 ms ahead;
 // "lockfile" takes the container's lock (as a create does first);
+// "closed" releases the container and closes the guard (a clean exit);
 // "many" guards and releases 300 more (past the stub's hand-over).
 func guardRunner() {
 	dir, root := os.Getenv("GUARD_DIR"), os.Getenv("GUARD_ROOT")
@@ -245,6 +246,10 @@ func guardRunner() {
 		if err := g.SetDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
 			fail(err)
 		}
+	case "closed":
+		// A clean exit: everything released, then CloseGuard.
+		g.Release()
+		CloseGuard(5 * time.Second)
 	case "lockfile":
 		// Killed between its lock and the create: only the lock file.
 		if _, err := r.lock("guarded-1"); err != nil {
@@ -303,7 +308,7 @@ func TestGuardProcess(t *testing.T) {
 		mode    string
 		goGuard bool // the Go guard runs before the runner's kill
 		removed bool
-	}{{"", false, true}, {"killfirst", false, true}, {"released", false, false}, {"deadline", true, true}, {"many", true, true}, {"lockfile", false, true}} {
+	}{{"", false, true}, {"killfirst", false, true}, {"released", false, false}, {"deadline", true, true}, {"many", true, true}, {"lockfile", false, true}, {"closed", false, false}} {
 		t.Run("mode="+tc.mode, func(t *testing.T) {
 			base := t.TempDir()
 			dir, root := filepath.Join(base, "bundle"), filepath.Join(base, "state")
@@ -324,6 +329,16 @@ func TestGuardProcess(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); err != nil {
 				t.Fatalf("control: the runner's folder is missing: %v", err)
+			}
+			if tc.mode == "closed" {
+				// Ended and reaped by its runner: not even a zombie.
+				if _, err := os.Stat(fmt.Sprintf("/proc/%d", guardPID)); !os.IsNotExist(err) {
+					t.Errorf("after CloseGuard, guard %d still exists (%v)", guardPID, err)
+				}
+				if _, err := os.Stat(dir); err != nil {
+					t.Errorf("CloseGuard with nothing registered removed the folder: %v", err)
+				}
+				return
 			}
 			if !processAlive(guardPID) {
 				t.Fatalf("control: guard %d not running", guardPID)
@@ -478,7 +493,8 @@ func TestGuardDeadlineRoot(t *testing.T) {
 
 // BenchmarkGuard measures one guard's life as a runner sees it, in CPU
 // time of the guard process (cpu-us/op): started, told one container
-// and its release, then the runner's end. "stub" is the usual life (the
+// and its release, then the runner's end; exit-us/op is the wait from
+// that end to the guard reaped (what CloseGuard adds to a clean exit). "stub" is the usual life (the
 // Go runtime never starts), "go" forces the hand-over to the Go guard.
 // $SKILLRUN names the binary to start (default: this test binary).
 func BenchmarkGuard(b *testing.B) {
@@ -492,7 +508,7 @@ func BenchmarkGuard(b *testing.B) {
 			name = "go"
 		}
 		b.Run(name, func(b *testing.B) {
-			var cpu, wall time.Duration
+			var cpu, wall, exit time.Duration
 			for i := 0; i < b.N; i++ {
 				c := &guardClient{entries: map[guardKey]*guardMsg{}, exe: exe}
 				m := &guardMsg{Op: "add", Root: "/nonexistent", ID: "bench"}
@@ -511,16 +527,20 @@ func BenchmarkGuard(b *testing.B) {
 					b.Fatal(p.err)
 				}
 				c.del(m.key())
+				time.Sleep(5 * time.Millisecond) // a run's length: the guard waits in poll
 				c.mu.Lock()
 				c.cur = nil
-				p.close() // the runner's end
+				closed := time.Now()
+				p.close() // the runner's end, as CloseGuard does it
 				c.mu.Unlock()
 				<-p.done
-				wall += time.Since(start)
+				exit += time.Since(closed)
+				wall += time.Since(start) - 5*time.Millisecond
 				cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 			}
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 			b.ReportMetric(float64(wall.Microseconds())/float64(b.N), "wall-us/op")
+			b.ReportMetric(float64(exit.Microseconds())/float64(b.N), "exit-us/op")
 		})
 	}
 }

@@ -210,12 +210,20 @@ func (s *sandbox) nsHolders() []string {
 // ourGuards lists the live lifetime guards reparented to this test
 // process (the subreaper) once their runner died: each must end once it
 // has removed what it guarded.
-func ourGuards() []int {
+func ourGuards() []int { return guardsOf(false) }
+
+// guardsOf lists the lifetime guards whose parent is this test process,
+// zombies included when zombies is set.
+func guardsOf(zombies bool) []int {
 	var out []int
 	for _, pid := range allPids() {
 		if a := cmdline(pid); len(a) == 2 && a[1] == "__skillrun-guard" {
-			if st, ppid, _, ok := procStat(pid); ok && ppid == os.Getpid() && st != 'Z' {
+			if st, ppid, _, ok := procStat(pid); ok && ppid == os.Getpid() && (zombies || st != 'Z') {
 				out = append(out, pid)
+			}
+		} else if st, ppid, _, ok := procStat(pid); zombies && ok && st == 'Z' && ppid == os.Getpid() {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "exe" {
+				out = append(out, pid) // a zombie has no command line: /proc/self/exe's comm
 			}
 		}
 	}
@@ -630,6 +638,26 @@ print(json.dumps({"requests": n}))
 		res := m.run(t, opts{}, append(append([]string{"skill", "run", "--input", `{"quick": true}`}, flags...), dir)...)
 		if res.code != 0 || !strings.Contains(res.stdout, `"requests":1`) || len(o.Seen()) != before+1 {
 			t.Errorf("the run after the soak\n%s", res)
+		}
+		m.assertClean(t, skillIDs(name), name)
+	})
+}
+
+// TestLifetimeCleanExitReapsGuard: a run that ends normally ends its
+// guard and reaps it: no guard, not even a zombie, is left to the
+// runner's parent (an agent may be PID 1 of a container and never reap).
+func TestLifetimeCleanExitReapsGuard(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		dir, name := copyExample(t, m, "text-stats")
+		if g := guardsOf(true); len(g) > 0 {
+			t.Fatalf("control: guards already parented to the test: %v", g)
+		}
+		res := m.run(t, opts{}, "skill", "run", "--input", `{"text": "a b"}`, dir)
+		if res.code != 0 {
+			t.Fatalf("skill run\n%s", res)
+		}
+		if g := guardsOf(true); len(g) > 0 {
+			t.Errorf("skill run left its guard to its parent: %v", g)
 		}
 		m.assertClean(t, skillIDs(name), name)
 	})
