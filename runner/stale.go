@@ -109,9 +109,12 @@ func lockedFile(name, data string) (*os.File, error) {
 }
 
 // release removes the folder, then the owner file, then drops the lock.
+// A folder that cannot be removed keeps its owner file, unlocked: the
+// next collection finds it.
 func (o *owned) release() {
-	os.RemoveAll(o.dir)
-	os.Remove(o.dir + ownerSuffix)
+	if os.RemoveAll(o.dir) == nil {
+		os.Remove(o.dir + ownerSuffix)
+	}
 	o.owner.Close()
 }
 
@@ -148,8 +151,11 @@ func collectStale(ctx context.Context, rt runtime.Runtime, tmp string) {
 		if id != "" {
 			_ = rt.Delete(ctx, id, true)
 		}
-		_ = os.RemoveAll(filepath.Join(tmp, base))
-		_ = os.Remove(file)
+		// The owner file goes only with its folder: a folder that could
+		// not be removed now is found again next time.
+		if os.RemoveAll(filepath.Join(tmp, base)) == nil {
+			_ = os.Remove(file)
+		}
 	}
 }
 

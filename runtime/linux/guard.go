@@ -707,12 +707,27 @@ func removeUnlocked(lock string, remove []string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	// A container whose create the runner's death cut short may still
+	// have an init process setting up its root (mount points made in the
+	// bundle's rootfs) for a few milliseconds: a removal that meets it
+	// is tried again. The lock file goes only with everything else, so
+	// that what could not be removed is still found (runner.CollectStale).
+	left := false
 	for _, p := range remove {
-		if filepath.IsAbs(p) {
-			_ = os.RemoveAll(p)
+		if !filepath.IsAbs(p) {
+			continue
 		}
+		err := os.RemoveAll(p)
+		for attempt := 0; err != nil && attempt < removeAttempts; attempt++ {
+			time.Sleep(20 * time.Millisecond)
+			err = os.RemoveAll(p)
+		}
+		left = left || err != nil
 	}
-	if lock != "" {
+	if lock != "" && !left {
 		_ = os.Remove(lock)
 	}
 }
+
+// removeAttempts bounds the retries of a removal (20 ms apart).
+var removeAttempts = 25

@@ -176,6 +176,41 @@ func TestRemoveUnlocked(t *testing.T) {
 		t.Error("removed through a symlinked lock")
 	}
 
+	// A folder that cannot be removed (an immutable file in it): the lock
+	// file stays, for a later collection to find it; once removable,
+	// both go.
+	d, lock = mk("stuck")
+	stuck := filepath.Join(d, "sub", "immutable")
+	if err := os.WriteFile(stuck, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setFlags := func(flags int) error {
+		f, err := os.Open(stuck)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags)
+	}
+	if err := setFlags(fsImmutableFL); err != nil {
+		t.Logf("cannot make a file immutable here (%v): the stuck-folder case is not checked", err)
+	} else {
+		savedRemove := removeAttempts
+		removeAttempts = 1
+		removeUnlocked(lock, []string{d})
+		removeAttempts = savedRemove
+		if !exists(lock) {
+			t.Error("the lock file was removed with its folder left")
+		}
+		if err := setFlags(0); err != nil {
+			t.Fatal(err)
+		}
+		removeUnlocked(lock, []string{d})
+		if exists(d) || exists(lock) {
+			t.Error("not removed once removable")
+		}
+	}
+
 	if os.Geteuid() == 0 {
 		// Another user's lock file: kept.
 		d, lock = mk("foreign")
@@ -544,3 +579,6 @@ func BenchmarkGuard(b *testing.B) {
 		})
 	}
 }
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (not in x/sys/unix).
+const fsImmutableFL = 0x10
