@@ -646,15 +646,29 @@ func guardRuntime(m guardMsg) *Runtime {
 	return &Runtime{root: m.Root, systemd: m.Systemd, rootlessCgroups: m.Rootless, warn: func(string) {}}
 }
 
+// kill SIGKILLs every process of the container, trying again (100 ms
+// apart, 5 s at most) while it cannot: a create still under way (its
+// state not written yet), a state being rewritten.
 func (osGuard) kill(m guardMsg) {
 	r := guardRuntime(m)
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 50; attempt++ {
 		err := r.Kill(context.Background(), m.ID, unix.SIGKILL, true)
-		if err == nil || errors.Is(err, runtime.ErrNotExist) || errors.Is(err, runtime.ErrNotRunning) {
+		if err == nil || errors.Is(err, runtime.ErrNotRunning) {
+			return
+		}
+		if errors.Is(err, runtime.ErrNotExist) && !r.exists(m.ID) {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// exists reports whether anything of container id is under the state
+// root: its state folder or its lock file (a create under way).
+func (r *Runtime) exists(id string) bool {
+	_, serr := os.Lstat(r.stateDir(id))
+	_, lerr := os.Lstat(filepath.Join(r.root, lockDirName, id))
+	return serr == nil || lerr == nil
 }
 
 func (osGuard) remove(m guardMsg) {
@@ -662,9 +676,7 @@ func (osGuard) remove(m guardMsg) {
 	// Neither a state folder nor a lock file: the runner died before the
 	// container's create began (or after its removal), and nothing of it
 	// exists (Delete would make the state root).
-	_, serr := os.Lstat(r.stateDir(m.ID))
-	_, lerr := os.Lstat(filepath.Join(r.root, lockDirName, m.ID))
-	if serr == nil || lerr == nil {
+	if r.exists(m.ID) {
 		for attempt := 0; attempt < 3; attempt++ {
 			err := r.Delete(context.Background(), m.ID, true)
 			if err == nil || errors.Is(err, runtime.ErrNotExist) {

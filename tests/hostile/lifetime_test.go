@@ -230,6 +230,31 @@ func guardsOf(zombies bool) []int {
 	return out
 }
 
+// guardsDescribed describes the guards that are children of pid (state
+// and threads: one thread is the stub, more the Go guard), for a failure
+// to say what the guard was doing.
+func guardsDescribed(pid int) []string {
+	var out []string
+	for _, p := range allPids() {
+		if a := cmdline(p); len(a) == 2 && a[1] == "__skillrun-guard" {
+			if st, ppid, _, ok := procStat(p); ok && ppid == pid {
+				status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+				threads := ""
+				for _, l := range strings.Split(string(status), "\n") {
+					if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+						threads = strings.TrimSpace(v)
+					}
+				}
+				out = append(out, fmt.Sprintf("%d state %c threads %s", p, st, threads))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []string{"none"}
+	}
+	return out
+}
+
 // runnerPid is the skillrun process of cmd: cmd itself as root, the
 // child of runuser as the test user (0 if it never appears).
 func runnerPid(m *mode, cmd *exec.Cmd) int {
@@ -476,7 +501,8 @@ func TestLifetimeTimeoutRunnerStopped(t *testing.T) {
 					t.Fatalf("control: the skill died %s after the start, before its 5 s limit", time.Since(start))
 				}
 				if !waitFor(3*time.Second, func() bool { return !r.marker.alive() }) {
-					t.Fatalf("the skill still runs %s after the start of a run with a 5 s limit (its runner stopped)", time.Since(start).Round(time.Millisecond))
+					t.Fatalf("the skill still runs %s after the start of a run with a 5 s limit (its runner stopped); the runner's guards: %v",
+						time.Since(start).Round(time.Millisecond), guardsDescribed(r.pid))
 				}
 				took := time.Since(start)
 				t.Logf("the skill was killed %s after the start (limit 5 s, runner stopped)", took.Round(time.Millisecond))
