@@ -57,9 +57,13 @@ func Run(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, in *Input, opt
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c.runCtx, c.cancel = runCtx, cancel
-	stop := c.startTimeout()
+	c.start = time.Now()
+	stop, err := c.startTimeout()
+	if err != nil {
+		return nil, err
+	}
 	defer stop()
-	c.start, c.ran = time.Now(), true
+	c.ran = true
 	if stdin == nil {
 		stdin = bytes.NewReader(data)
 	}

@@ -42,6 +42,7 @@ type container struct {
 	id, dir    string
 	sp         *specs.Spec
 	claim      *owned
+	guard      runtime.Guard // nil: the back end has no lifetime guard
 	eg         *egressRun
 	egressSock string
 	base       Result // Skill, Environment, Warnings
@@ -70,15 +71,45 @@ type container struct {
 // container's bundle and egress server. A policy refusal is returned as
 // a Result (StoppedReason "policy"), with nothing left to release.
 func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv []string, opts Options, warm bool) (_ *container, _ *Result, retErr error) {
-	cgroups, _ := rt.(runtime.CgroupProber)
-	p, err := newPlan(ctx, sk, argv, opts, cgroups)
-	if pe := (*spec.PolicyError)(nil); errors.As(err, &pe) {
-		return nil, refusal(sk, p.envInfo, nil, pe.Error()), nil
+	tmp := opts.TempDir
+	if tmp == "" {
+		tmp = DefaultTempDir()
 	}
+	id := opts.ID
+	if id == "" {
+		id = newID(sk.Name)
+	}
+	dir, err := bundleName(tmp, sk.Name)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &container{rt: rt, plan: p, warm: warm, done: make(chan struct{})}
+	// The sandbox never outlives this process: registered with the back
+	// end's lifetime guard before anything of it exists, the container
+	// and its bundle folder are removed by the guard if this process dies
+	// before cleanup (SIGKILL, OOM kill, crash). The guard's process
+	// starts in the background while the plan is made.
+	var guard runtime.Guard
+	if gd, ok := rt.(runtime.Guarder); ok {
+		if guard, err = gd.Guard(id, runtime.GuardOpts{Lock: dir + ownerSuffix, Remove: []string{dir}}); err != nil {
+			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+		}
+	}
+	release := func() {
+		if guard != nil {
+			guard.Release()
+		}
+	}
+	cgroups, _ := rt.(runtime.CgroupProber)
+	p, err := newPlan(ctx, sk, argv, opts, cgroups)
+	if pe := (*spec.PolicyError)(nil); errors.As(err, &pe) {
+		release()
+		return nil, refusal(sk, p.envInfo, nil, pe.Error()), nil
+	}
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	c := &container{rt: rt, plan: p, warm: warm, done: make(chan struct{}), id: id, guard: guard}
 	c.base = Result{Skill: sk.Name, ExitCode: -1, Environment: p.envInfo}
 	if p.exec != nil {
 		c.base.Command, c.base.Cwd = p.exec.Args, p.policy.Cwd
@@ -101,16 +132,14 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 		c.cleanup()
 		return nil, refusal(sk, p.envInfo, c.base.Warnings, "network: per-host allowlists need Linux network namespaces"), nil
 	}
-	tmp := opts.TempDir
-	if tmp == "" {
-		tmp = DefaultTempDir()
-	}
 	collectStale(ctx, rt, tmp)
-	c.id = opts.ID
-	if c.id == "" {
-		c.id = newID(sk.Name)
+	// Nothing of the sandbox is made before its guard is in place.
+	if c.guard != nil {
+		if err := c.guard.Ready(); err != nil {
+			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+		}
 	}
-	if c.claim, err = newBundleDir(tmp, sk.Name, c.id); err != nil {
+	if c.claim, err = claimBundleDir(dir, c.id); err != nil {
 		return nil, nil, err
 	}
 	c.dir = c.claim.dir
@@ -137,10 +166,23 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	return c, nil, nil
 }
 
-// startTimeout starts the wall-clock limit; the returned func stops it.
-func (c *container) startTimeout() func() bool {
-	t := time.AfterFunc(c.plan.policy.Timeout, func() { c.cancel(errTimeout) })
-	return t.Stop
+// guardGrace is how long after the wall-clock limit the lifetime guard
+// kills a sandbox this process has not killed (stuck, stopped): the
+// guard is the backstop, this process' own timer the limit.
+const guardGrace = 250 * time.Millisecond
+
+// startTimeout starts the wall-clock limit, counted from c.start, here
+// and as the lifetime guard's deadline; the returned func stops this
+// process' timer (the guard's deadline goes with the guard's release).
+func (c *container) startTimeout() (func() bool, error) {
+	timeout := c.plan.policy.Timeout
+	if c.guard != nil {
+		if err := c.guard.SetDeadline(c.start.Add(timeout + guardGrace)); err != nil {
+			return nil, fmt.Errorf("skill %q: lifetime guard: %w", c.plan.sk.Name, err)
+		}
+	}
+	t := time.AfterFunc(timeout-time.Since(c.start), func() { c.cancel(errTimeout) })
+	return t.Stop, nil
 }
 
 // run runs the container to its end and closes done.
@@ -225,6 +267,10 @@ func (c *container) cleanup() {
 	if c.claim != nil {
 		c.claim.release()
 		c.claim = nil
+	}
+	if c.guard != nil {
+		c.guard.Release()
+		c.guard = nil
 	}
 	c.plan.release()
 }

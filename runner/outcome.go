@@ -86,6 +86,11 @@ func (c *container) outcome(ctx context.Context, wall time.Duration, status int,
 	case cpuTimeStop(policy, info):
 		res.StoppedReason = StoppedCPUTime
 		res.Error = fmt.Sprintf("killed: a process used the %d s CPU-time backstop (RLIMIT_CPU)", policy.Fallback.CPUTimeSeconds)
+	case info.Signal == unix.SIGKILL && wall >= policy.Timeout:
+		// The lifetime guard's backstop, when this process' own timer
+		// was late (a stopped or starved runner).
+		res.StoppedReason = StoppedTimeout
+		res.Error = fmt.Sprintf("killed after the %s wall-clock limit", policy.Timeout)
 	case info.Signal != 0:
 		res.StoppedReason = StoppedSignal
 		res.Error = fmt.Sprintf("killed by signal %d (%s)", int(info.Signal), info.Signal)

@@ -36,11 +36,25 @@ type owned struct {
 // an unlocked owner file, a live run's is never seen unlocked, and no
 // folder exists without one.
 func newBundleDir(tmp, skill, id string) (*owned, error) {
+	dir, err := bundleName(tmp, skill)
+	if err != nil {
+		return nil, err
+	}
+	return claimBundleDir(dir, id)
+}
+
+// bundleName picks a fresh bundle folder name in tmp (nothing is made).
+func bundleName(tmp, skill string) (string, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, fmt.Errorf("bundle folder: %w", err)
+		return "", fmt.Errorf("bundle folder: %w", err)
 	}
-	dir := filepath.Join(tmp, bundlePrefix+skill+"-"+hex.EncodeToString(rnd[:]))
+	return filepath.Join(tmp, bundlePrefix+skill+"-"+hex.EncodeToString(rnd[:])), nil
+}
+
+// claimBundleDir claims the bundle folder dir (from bundleName) for
+// container id, as newBundleDir does.
+func claimBundleDir(dir, id string) (*owned, error) {
 	f, err := lockedFile(dir+ownerSuffix, id)
 	if err != nil {
 		return nil, fmt.Errorf("bundle folder: %w", err)
@@ -95,9 +109,12 @@ func lockedFile(name, data string) (*os.File, error) {
 }
 
 // release removes the folder, then the owner file, then drops the lock.
+// A folder that cannot be removed keeps its owner file, unlocked: the
+// next collection finds it.
 func (o *owned) release() {
-	os.RemoveAll(o.dir)
-	os.Remove(o.dir + ownerSuffix)
+	if os.RemoveAll(o.dir) == nil {
+		os.Remove(o.dir + ownerSuffix)
+	}
 	o.owner.Close()
 }
 
@@ -134,8 +151,11 @@ func collectStale(ctx context.Context, rt runtime.Runtime, tmp string) {
 		if id != "" {
 			_ = rt.Delete(ctx, id, true)
 		}
-		_ = os.RemoveAll(filepath.Join(tmp, base))
-		_ = os.Remove(file)
+		// The owner file goes only with its folder: a folder that could
+		// not be removed now is found again next time.
+		if os.RemoveAll(filepath.Join(tmp, base)) == nil {
+			_ = os.Remove(file)
+		}
 	}
 }
 

@@ -342,7 +342,11 @@ func (s *Sandbox) call(ctx context.Context, first, input []byte) (*Result, error
 	default:
 	}
 	c.start = time.Now()
-	stop := c.startTimeout()
+	stop, err := c.startTimeout()
+	if err != nil {
+		c.cancel(err)
+		return nil, err
+	}
 	defer stop()
 	stopCtx := context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
 	defer stopCtx()

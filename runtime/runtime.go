@@ -286,3 +286,47 @@ type DevDirProvider interface {
 type CgroupProber interface {
 	CgroupLimits() bool
 }
+
+// Guarder is implemented by back ends that can keep a container from
+// outliving the process that runs it. The skill runner guards every
+// sandbox it runs; the OCI verbs never do: a detached container outlives
+// its runtime call, and runc does not kill a foreground container when
+// runc itself is killed.
+type Guarder interface {
+	// Guard ties container id, before it is created, to the calling
+	// process. When this process dies by any means (SIGKILL, an OOM kill,
+	// a crash) before Release, another process force-deletes the
+	// container within about a second (kills its processes, removes its
+	// state and cgroups), then removes o.Remove and o.Lock when o.Lock is
+	// not locked. Guard returns at once; Guard.Ready waits until that
+	// process is in place, and Run and Create of a guarded ID wait for it
+	// too (they fail when it cannot be started).
+	Guard(id string, o GuardOpts) (Guard, error)
+}
+
+// GuardOpts are what a guard removes after its container when the
+// process that ran it died.
+type GuardOpts struct {
+	// Lock is a file the caller holds an exclusive flock on for as long
+	// as it lives (the skill runner's bundle owner file): the paths of
+	// Remove, then Lock itself, are removed only when Lock can be locked
+	// (nobody holds it any more) and is the guarding user's.
+	Lock string
+	// Remove are removed (as trees) after the container.
+	Remove []string
+}
+
+// Guard is one guarded container (Guarder).
+type Guard interface {
+	// SetDeadline has the guard kill every process of the container at
+	// t, even while the caller lives (stuck, or stopped): the backstop of
+	// the caller's own wall-clock limit. The zero time removes it.
+	SetDeadline(t time.Time) error
+	// Ready returns once the guard is in place (Guard may start it in
+	// the background), or why it cannot be: nothing of the container
+	// (its files included) should exist before.
+	Ready() error
+	// Release ends the guard: the caller has deleted the container and
+	// removed what GuardOpts named (or will, and takes the risk).
+	Release()
+}

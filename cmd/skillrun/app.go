@@ -81,6 +81,7 @@ func (e *env) run(args []string) int {
 		for _, c := range e.closers {
 			c.Close()
 		}
+		closeBackend()
 	}()
 	app := e.newApp()
 	err := app.Run(reorderArgs(app, args))

@@ -15,6 +15,9 @@ func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 	return darwin.New(opts)
 }
 
+// closeBackend ends what the back end keeps for this process (nothing).
+func closeBackend() {}
+
 func exampleSpec(rootless bool) (*specs.Spec, error) {
 	return nil, runtime.NotSupportedError("spec", platform)
 }

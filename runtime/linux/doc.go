@@ -36,6 +36,15 @@
 // container, kills a created one first and a running one only with force,
 // runs the poststop hooks and removes the state, cgroups and lock file.
 //
+// # Lifetime guard
+//
+// Guard (guard.go, runtime.Guarder) ties a container to the calling
+// process: a guard process per caller (a C stub, package guardstub, until
+// it has work) force-deletes the caller's registered containers when the
+// caller dies, and kills a container at its deadline even while the
+// caller lives. Create and Run of a guarded ID wait until the guard
+// exists. The skill runner guards every sandbox; the OCI verbs never do.
+//
 // # Host preparation
 //
 // Prepare starts slow kernel work early (runtime.Preparer); DevDir gives

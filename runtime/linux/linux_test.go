@@ -19,12 +19,17 @@ import (
 )
 
 // TestMain lets libcontainer re-execute this test binary as the prestart
-// hook shim (as the init, it is containerinit's, imported by this package).
+// hook shim (as the init, it is containerinit's, imported by this package;
+// as the lifetime guard, this package's), and TestGuardProcess run it as
+// a guarded runner.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == HookStateArg {
 		err := HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if os.Getenv(guardRunnerEnv) != "" {
+		guardRunner()
 	}
 	os.Exit(m.Run())
 }

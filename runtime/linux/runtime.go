@@ -44,6 +44,7 @@ var (
 	_ runtime.Runtime        = (*Runtime)(nil)
 	_ runtime.Preparer       = (*Runtime)(nil)
 	_ runtime.DevDirProvider = (*Runtime)(nil)
+	_ runtime.Guarder        = (*Runtime)(nil)
 )
 
 // DevDir implements runtime.DevDirProvider (see HostDevices).

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -318,14 +319,15 @@ func TestMCPServeHTTP(t *testing.T) {
 	m.assertClean(t)
 }
 
-// TestMCPKilledServerCleanedOnRestart SIGKILLs the server mid-call (its
-// sandbox keeps running, orphaned) and starts it again: the new server
-// removes the orphan's container and bundle at start, before any call.
+// TestMCPKilledServerCleanedOnRestart: the backstop of the lifetime
+// guard. A server SIGKILLed mid-call loses its sandbox at once through its
+// guard (tests/hostile TestLifetimeMCPServeKilled); here the guard is
+// stopped first and killed after its server, so the sandbox keeps running,
+// orphaned. The server started again removes the orphan's container and
+// bundle at start, before any call.
 func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 	m := rootOnly(t, " (checks the orphaned sandbox's process from the host)")
 	start := func() (*exec.Cmd, *mcp.ClientSession) {
-		// Cold sandboxes (--pool 0) outlive a killed server; warm ones
-		// kill themselves (TestMCPPoolKilledServer).
 		cmd := exec.Command(binary, "--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", m.probe(), "--pool", "0")
 		cmd.Env = append(os.Environ(), "TMPDIR="+m.tmp)
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -356,10 +358,32 @@ func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 			}
 		}
 	}
+	// The server's guard (its child, started with its first sandbox):
+	// stopped, it cannot act on its server's end; killed after it, it
+	// never will.
+	guard := 0
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", cmd.Process.Pid)) // any thread forks
+	for _, task := range tasks {
+		b, _ := os.ReadFile(task)
+		for _, f := range strings.Fields(string(b)) {
+			if args, _ := os.ReadFile("/proc/" + f + "/cmdline"); strings.Contains(string(args), "__skillrun-guard") {
+				guard, _ = strconv.Atoi(f)
+			}
+		}
+	}
+	if guard == 0 {
+		t.Fatal("control: the server has no lifetime guard")
+	}
+	if err := syscall.Kill(guard, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	if err := syscall.Kill(guard, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	cs.Close()
 	t.Cleanup(func() {
 		// Should the test fail, do not leave the orphan sleeping.
@@ -372,7 +396,7 @@ func TestMCPKilledServerCleanedOnRestart(t *testing.T) {
 	})
 	time.Sleep(200 * time.Millisecond)
 	if !hostcheck.Alive(pid) {
-		t.Fatalf("the sandbox died with its server: the test proves nothing")
+		t.Fatalf("the sandbox died with its server and guard: the test proves nothing")
 	}
 	cmd2, cs2 := start()
 	_ = cmd2
