@@ -221,6 +221,8 @@ type rt struct {
 	user *testUser
 	// globals are extra global flags placed before the verb (--log ...).
 	globals []string
+	// wrap runs the runtime under a command (nohup ...); root only.
+	wrap []string
 }
 
 // newRT returns a runner with a private state root under a temp dir.
@@ -287,7 +289,7 @@ type runOpts struct {
 
 // argv builds the full command line for args.
 func (r *rt) argv(args ...string) []string {
-	var a []string
+	a := append([]string(nil), r.wrap...)
 	if r.user != nil {
 		a = append(a, "runuser", "-u", r.user.name, "--", "env",
 			"XDG_RUNTIME_DIR="+r.user.xdg, "HOME="+r.user.home, "USER="+r.user.name,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -20,12 +21,8 @@ import (
 )
 
 // waiter is an init that reports the signals it gets on stdout; TERM and HUP
-// end it (a pid-namespace init without handlers would ignore them). It
-// sleeps in the foreground, a tenth of a second at a time: with
-// `sleep 1000 & wait`, a signal that came between the fork and the wait
-// could wait for the sleep (dash runs a trap when the builtin returns),
-// and TestKillSignals/hup-number once saw no trap within 10 s.
-var waiter = []string{"sh", "-c", `trap 'echo got-TERM; exit 0' TERM; trap 'echo got-HUP; exit 0' HUP; trap 'echo got-USR1' USR1; echo ready; while :; do sleep 0.1; done`}
+// end it (a pid-namespace init without handlers would ignore them).
+var waiter = []string{"sh", "-c", `trap 'echo got-TERM; exit 0' TERM; trap 'echo got-HUP; exit 0' HUP; trap 'echo got-USR1' USR1; echo ready; while :; do sleep 1000 & wait; done`}
 
 var stateKeys = []string{"annotations", "bundle", "created", "id", "ociVersion", "owner", "pid", "rootfs", "status"}
 
@@ -764,4 +761,61 @@ func waitExeced(t *testing.T, pid int, prog string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("pid %d never exec'd %s", pid, prog)
+}
+
+// TestIgnoredSignalsNotInherited: a runtime started with SIGHUP and
+// SIGINT ignored (under nohup, or by a shim or service that ignores
+// them) starts containers with the default action for them, as runc
+// does: a container's process cannot trap a signal ignored at its start.
+// The control shows nohup ignores SIGHUP on this host.
+func TestIgnoredSignalsNotInherited(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	if _, err := exec.LookPath("nohup"); err != nil {
+		t.Skip("skipped: no nohup on this host")
+	}
+	sigIgn := func(t *testing.T, status string) uint64 {
+		t.Helper()
+		for _, l := range strings.Split(status, "\n") {
+			if v, ok := strings.CutPrefix(l, "SigIgn:"); ok {
+				n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				if err != nil {
+					t.Fatalf("SigIgn %q: %v", v, err)
+				}
+				return n
+			}
+		}
+		t.Fatalf("no SigIgn line in %q", status)
+		return 0
+	}
+	const hup = 1 << (1 - 1)
+	out, err := exec.Command("nohup", "cat", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatalf("control: nohup cat: %v", err)
+	}
+	if sigIgn(t, string(out))&hup == 0 {
+		t.Skip("skipped: nohup does not ignore SIGHUP on this host (control)")
+	}
+	const hupInt = 1<<(1-1) | 1<<(2-1)
+	t.Run("create-start", func(t *testing.T) {
+		r := newRT(t)
+		b := newBundle(t, nil, "sh", "-c", "cat /proc/self/status; echo done")
+		r.wrap = []string{"nohup"}
+		c := r.create(b)
+		r.wrap = nil
+		r.ok("start", c.id)
+		c.waitStdout("done", 10*time.Second)
+		if m := sigIgn(t, c.Stdout()); m&hupInt != 0 {
+			t.Errorf("the container's process starts with SigIgn %#x: SIGHUP/SIGINT ignored, inherited from the runtime's caller", m)
+		}
+	})
+	t.Run("run", func(t *testing.T) {
+		r := newRT(t)
+		b := newBundle(t, nil, "cat", "/proc/self/status")
+		r.wrap = []string{"nohup"}
+		res := r.ok("run", "--bundle", b.dir, uniqueID(t))
+		if m := sigIgn(t, res.stdout); m&hupInt != 0 {
+			t.Errorf("the container's process starts with SigIgn %#x: SIGHUP/SIGINT ignored, inherited from the runtime's caller", m)
+		}
+	})
 }
