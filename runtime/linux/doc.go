@@ -38,7 +38,7 @@
 //
 // # Lifetime guard
 //
-// Guard (guard.go, runtime.Guarder) ties a container to the calling
+// Guard (guard.go, guard_client.go; runtime.Guarder) ties a container to the calling
 // process: a guard process per caller (a C stub, package guardstub, until
 // it has work) force-deletes the caller's registered containers when the
 // caller dies, and kills a container at its deadline even while the
