@@ -27,9 +27,9 @@ proto_plugins() {
 	root=$(cd "$(dirname "$0")/.." && pwd)
 	tools=$root/bin/tools
 	pbver=$(cd "$root" && go list -m -f '{{.Version}}' google.golang.org/protobuf)
-	[ -x "$tools/protoc-gen-go" ] && "$tools/protoc-gen-go" --version 2>/dev/null | grep -q "$pbver" ||
+	[ -x "$tools/protoc-gen-go" ] && [[ $("$tools/protoc-gen-go" --version 2>/dev/null) == *"$pbver"* ]] ||
 		GOBIN=$tools go install "google.golang.org/protobuf/cmd/protoc-gen-go@$pbver"
-	[ -x "$tools/protoc-gen-go-grpc" ] && "$tools/protoc-gen-go-grpc" --version 2>/dev/null | grep -q "${PROTOC_GEN_GO_GRPC_VERSION#v}" ||
+	[ -x "$tools/protoc-gen-go-grpc" ] && [[ $("$tools/protoc-gen-go-grpc" --version 2>/dev/null) == *"${PROTOC_GEN_GO_GRPC_VERSION#v}"* ]] ||
 		GOBIN=$tools go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@$PROTOC_GEN_GO_GRPC_VERSION"
 }
 

@@ -24,7 +24,7 @@ export SKILLRUN_SECURITY_REPORT="$report"
 go test -tags integration -count=1 -timeout 10m -v ./tests/security/ >&2
 status=$?
 
-python3 - "$report" docs/security.md "$(git rev-parse --short HEAD 2>/dev/null)" "$("$SKILLRUN" --version 2>/dev/null | head -1)" <<'PY'
+python3 - "$report" docs/security.md "$(git rev-parse --short HEAD 2>/dev/null)" "$("$SKILLRUN" --version 2>/dev/null | sed -n 1p)" <<'PY'
 import json, sys, re, datetime, platform
 report, doc, commit, version = sys.argv[1:5]
 rows = {}

@@ -11,7 +11,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "test-dist: FAIL: $*" >&2; exit 1; }
 hack/install.sh "$tarball" "$tmp/prefix" >/dev/null
-"$tmp/prefix/bin/skillrun" --version | grep -q '^skillrun version ' || fail "--version"
+# Capture first: "cmd | grep -q" under pipefail fails when grep exits before
+# the command has written its last line (SIGPIPE, exit 141).
+version=$("$tmp/prefix/bin/skillrun" --version) || fail "--version exited $?"
+grep -q '^skillrun version ' <<<"$version" || fail "--version printed: $version"
 grep -q '^\.TH skillrun 8' "$tmp/prefix/share/man/man8/skillrun.8" || fail "man page"
 grep -q '^\.SH COMMANDS' "$tmp/prefix/share/man/man8/skillrun.8" || fail "man page has no COMMANDS section"
 words=$(PATH="$tmp/prefix/bin:$PATH" bash -c '. "$1"; COMP_WORDS=(skillrun sk); COMP_CWORD=1; _skillrun; echo "${COMPREPLY[*]}"' _ "$tmp/prefix/share/bash-completion/completions/skillrun")
