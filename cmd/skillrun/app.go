@@ -61,6 +61,9 @@ type env struct {
 	logToStderr bool
 	// closers run when the app returns (the --log file).
 	closers []io.Closer
+	// engines are the back ends built (openEngine), closed when the app
+	// returns (closeBackend).
+	engines []runtime.Runtime
 	// unknownCommand is set when the command line named no verb of ours
 	// (exit 1, as a usage error).
 	unknownCommand bool
@@ -78,10 +81,12 @@ func (e *env) run(args []string) int {
 	e.log.SetFormatter(plainFormatter{})
 	e.logToStderr = true
 	defer func() {
+		for _, rt := range e.engines {
+			closeBackend(rt)
+		}
 		for _, c := range e.closers {
 			c.Close()
 		}
-		closeBackend()
 	}()
 	app := e.newApp()
 	err := app.Run(reorderArgs(app, args))
@@ -276,7 +281,17 @@ func (e *env) before(c *cli.Context) error {
 
 // engine builds the back end from the global flags.
 func (e *env) engine(c *cli.Context) (runtime.Runtime, error) {
-	return e.backend(e.engineOptions(c))
+	return e.openEngine(e.engineOptions(c))
+}
+
+// openEngine builds a back end with o, to be closed when the app returns.
+func (e *env) openEngine(o runtime.Options) (runtime.Runtime, error) {
+	rt, err := e.backend(o)
+	if err != nil {
+		return nil, err
+	}
+	e.engines = append(e.engines, rt)
+	return rt, nil
 }
 
 // skillEngine is the back end for skill runs: like engine, but an
@@ -286,7 +301,7 @@ func (e *env) skillEngine(c *cli.Context) (runtime.Runtime, error) {
 	o := e.engineOptions(c)
 	o.DelegatedScope = true
 	o.LimitsReported = true
-	return e.backend(o)
+	return e.openEngine(o)
 }
 
 func (e *env) engineOptions(c *cli.Context) runtime.Options {

@@ -15,8 +15,8 @@ func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 	return darwin.New(opts)
 }
 
-// closeBackend ends what the back end keeps for this process (nothing).
-func closeBackend() {}
+// closeBackend ends what a back end keeps for this process (nothing).
+func closeBackend(runtime.Runtime) {}
 
 func exampleSpec(rootless bool) (*specs.Spec, error) {
 	return nil, runtime.NotSupportedError("spec", platform)

@@ -17,9 +17,13 @@ func newBackend(opts runtime.Options) (runtime.Runtime, error) {
 	return linux.New(opts)
 }
 
-// closeBackend ends what the back end keeps for this process: the
+// closeBackend ends what a back end keeps for this process: the
 // sandboxes' lifetime guard, reaped here rather than left an orphan.
-func closeBackend() { linux.CloseGuard(100 * time.Millisecond) }
+func closeBackend(rt runtime.Runtime) {
+	if l, ok := rt.(*linux.Runtime); ok {
+		l.CloseGuard(100 * time.Millisecond)
+	}
+}
 
 func exampleSpec(rootless bool) (*specs.Spec, error) {
 	return linux.ExampleSpec(rootless), nil

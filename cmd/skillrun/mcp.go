@@ -62,7 +62,7 @@ or --log. See docs/mcp.md.`,
 			o.DelegatedScope = true
 			o.LimitsReported = true
 			o.Warn = onceWarn(e)
-			rt, err := e.backend(o)
+			rt, err := e.openEngine(o)
 			if err != nil {
 				return err
 			}

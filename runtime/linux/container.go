@@ -88,7 +88,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	// A guarded container (Guard) is created only once its guard runs:
 	// from then on, this process' death cannot leave anything of it
 	// (its lock file first) behind.
-	if err := waitGuard(r.root, id); err != nil {
+	if err := r.waitGuard(id); err != nil {
 		return nil, err
 	}
 	lk, err := r.lock(id)

@@ -248,7 +248,7 @@ func guardMain() error {
 	}
 	msgs := make(chan guardMsg, 16)
 	go readGuardMsgs(in, msgs)
-	runGuard(msgs, osGuard{}, monoNow)
+	runGuard(msgs, osGuard{lockAttempts: 200, removeAttempts: 25}, monoNow)
 	return nil
 }
 
@@ -267,7 +267,11 @@ func readGuardMsgs(in *os.File, msgs chan<- guardMsg) {
 }
 
 // osGuard does the guard's work with this package's verbs.
-type osGuard struct{}
+type osGuard struct {
+	// lockAttempts bounds the wait for a dead runner's lock (5 ms apart),
+	// removeAttempts the retries of a removal (20 ms apart).
+	lockAttempts, removeAttempts int
+}
 
 func guardRuntime(m guardMsg) *Runtime {
 	return &Runtime{root: m.Root, systemd: m.Systemd, rootlessCgroups: m.Rootless, warn: func(string) {}}
@@ -298,7 +302,7 @@ func (r *Runtime) exists(id string) bool {
 	return serr == nil || lerr == nil
 }
 
-func (osGuard) remove(m guardMsg) {
+func (g osGuard) remove(m guardMsg) {
 	r := guardRuntime(m)
 	// Neither a state folder nor a lock file: the runner died before the
 	// container's create began (or after its removal), and nothing of it
@@ -312,16 +316,13 @@ func (osGuard) remove(m guardMsg) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	removeUnlocked(m.Lock, m.Remove)
+	g.removeUnlocked(m.Lock, m.Remove)
 }
-
-// lockAttempts bounds the wait for a dead runner's lock (5 ms apart).
-var lockAttempts = 200
 
 // removeUnlocked removes the paths of remove, then lock, when lock (if
 // set) is a regular file of this user that nobody holds a flock on (or
 // will soon: a second at most).
-func removeUnlocked(lock string, remove []string) {
+func (g osGuard) removeUnlocked(lock string, remove []string) {
 	if lock != "" {
 		f, err := os.OpenFile(lock, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -340,7 +341,7 @@ func removeUnlocked(lock string, remove []string) {
 			if err == nil {
 				break
 			}
-			if err != unix.EWOULDBLOCK || attempt == lockAttempts {
+			if err != unix.EWOULDBLOCK || attempt == g.lockAttempts {
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -357,7 +358,7 @@ func removeUnlocked(lock string, remove []string) {
 			continue
 		}
 		err := os.RemoveAll(p)
-		for attempt := 0; err != nil && attempt < removeAttempts; attempt++ {
+		for attempt := 0; err != nil && attempt < g.removeAttempts; attempt++ {
 			time.Sleep(20 * time.Millisecond)
 			err = os.RemoveAll(p)
 		}
@@ -368,5 +369,3 @@ func removeUnlocked(lock string, remove []string) {
 	}
 }
 
-// removeAttempts bounds the retries of a removal (20 ms apart).
-var removeAttempts = 25

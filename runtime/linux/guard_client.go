@@ -102,7 +102,10 @@ func (p *guardProc) counted(n int) {
 	}
 }
 
-var guards = &guardClient{entries: map[guardKey]*guardMsg{}, exe: "/proc/self/exe"}
+// newGuardClient is a runner's guard client, starting exe as its guard.
+func newGuardClient(exe string) *guardClient {
+	return &guardClient{entries: map[guardKey]*guardMsg{}, exe: exe}
+}
 
 // Guard implements runtime.Guarder. It returns at once: the guard process
 // is started in the background when this process has none, and Run and
@@ -111,12 +114,15 @@ func (r *Runtime) Guard(id string, o runtime.GuardOpts) (runtime.Guard, error) {
 	if err := runtime.ValidateID(id); err != nil {
 		return nil, err
 	}
+	if r.guards == nil {
+		return nil, errors.New("lifetime guard: this runtime cannot guard (not made by New)")
+	}
 	m := &guardMsg{Op: "add", Root: r.root, ID: id, Systemd: r.systemd, Rootless: r.rootlessCgroups,
 		Lock: o.Lock, Remove: append([]string(nil), o.Remove...)}
-	if err := guards.add(m); err != nil {
+	if err := r.guards.add(m); err != nil {
 		return nil, err
 	}
-	return &guard{c: guards, key: m.key()}, nil
+	return &guard{c: r.guards, key: m.key()}, nil
 }
 
 // guard is one guarded container (runtime.Guard).
@@ -341,15 +347,18 @@ func (c *guardClient) run(p *guardProc, cmd *exec.Cmd, files []*os.File, aliveR 
 	}
 }
 
-// CloseGuard ends this process' lifetime guard, for a clean exit: its
+// CloseGuard ends this runtime's lifetime guard, for a clean exit: its
 // pipe closes as the exit would close it, and when nothing is registered
 // any more (the usual end: every sandbox removed) it waits, up to wait,
 // for the guard to exit, so that this process reaps it rather than leave
 // an orphan to a parent that may never reap (an agent that is PID 1 of a
 // container). What is still registered the guard removes, as after any
 // end of this process. A later Guard starts a new one.
-func CloseGuard(wait time.Duration) {
-	c := guards
+func (r *Runtime) CloseGuard(wait time.Duration) {
+	c := r.guards
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	p := c.cur
 	idle := len(c.entries) == 0
@@ -369,9 +378,14 @@ func CloseGuard(wait time.Duration) {
 	}
 }
 
-// waitGuard returns once the guard of container id under root (when it
-// is guarded) is in place, or why it cannot be.
-func waitGuard(root, id string) error { return guards.wait(guardKey{root, id}) }
+// waitGuard returns once the guard of container id (when it is guarded)
+// is in place, or why it cannot be.
+func (r *Runtime) waitGuard(id string) error {
+	if r.guards == nil {
+		return nil
+	}
+	return r.guards.wait(guardKey{r.root, id})
+}
 
 func (c *guardClient) wait(k guardKey) error {
 	c.mu.Lock()

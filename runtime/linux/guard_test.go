@@ -119,6 +119,7 @@ func TestRunGuard(t *testing.T) {
 }
 
 func TestRemoveUnlocked(t *testing.T) {
+	g := osGuard{lockAttempts: 200, removeAttempts: 25}
 	dir := t.TempDir()
 	mk := func(name string) (string, string) {
 		d := filepath.Join(dir, name)
@@ -142,17 +143,14 @@ func TestRemoveUnlocked(t *testing.T) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	saved := lockAttempts
-	lockAttempts = 4
-	removeUnlocked(lock, []string{d})
-	lockAttempts = saved
+	(osGuard{lockAttempts: 4}).removeUnlocked(lock, []string{d})
 	if !exists(d) || !exists(lock) {
 		t.Error("removed while its lock is held")
 	}
 	// Released soon after (a dead runner's exit closes its pipe, then
 	// its lock): removed.
 	time.AfterFunc(100*time.Millisecond, func() { f.Close() })
-	removeUnlocked(lock, []string{d})
+	g.removeUnlocked(lock, []string{d})
 	if exists(d) || exists(lock) {
 		t.Error("not removed once its lock is free")
 	}
@@ -160,7 +158,7 @@ func TestRemoveUnlocked(t *testing.T) {
 	// No lock file: nothing is removed (a folder never exists without one).
 	d, lock = mk("nolock")
 	os.Remove(lock)
-	removeUnlocked(lock, []string{d})
+	g.removeUnlocked(lock, []string{d})
 	if !exists(d) {
 		t.Error("removed without its lock file")
 	}
@@ -171,7 +169,7 @@ func TestRemoveUnlocked(t *testing.T) {
 	if err := os.Symlink("/etc/hostname", lock); err != nil {
 		t.Fatal(err)
 	}
-	removeUnlocked(lock, []string{d})
+	g.removeUnlocked(lock, []string{d})
 	if !exists(d) {
 		t.Error("removed through a symlinked lock")
 	}
@@ -195,17 +193,14 @@ func TestRemoveUnlocked(t *testing.T) {
 	if err := setFlags(fsImmutableFL); err != nil {
 		t.Logf("cannot make a file immutable here (%v): the stuck-folder case is not checked", err)
 	} else {
-		savedRemove := removeAttempts
-		removeAttempts = 1
-		removeUnlocked(lock, []string{d})
-		removeAttempts = savedRemove
+		(osGuard{removeAttempts: 1}).removeUnlocked(lock, []string{d})
 		if !exists(lock) {
 			t.Error("the lock file was removed with its folder left")
 		}
 		if err := setFlags(0); err != nil {
 			t.Fatal(err)
 		}
-		removeUnlocked(lock, []string{d})
+		g.removeUnlocked(lock, []string{d})
 		if exists(d) || exists(lock) {
 			t.Error("not removed once removable")
 		}
@@ -217,7 +212,7 @@ func TestRemoveUnlocked(t *testing.T) {
 		if err := os.Chown(lock, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		removeUnlocked(lock, []string{d})
+		g.removeUnlocked(lock, []string{d})
 		if !exists(d) {
 			t.Error("removed under another user's lock file")
 		}
@@ -254,20 +249,20 @@ func guardRunner() {
 	if err != nil {
 		fail(err)
 	}
-	r := &Runtime{root: root, warn: func(string) {}}
+	r := &Runtime{root: root, warn: func(string) {}, guards: newGuardClient("/proc/self/exe")}
 	g, err := r.Guard("guarded-1", runtime.GuardOpts{Lock: dir + ".owner", Remove: []string{dir}})
 	if err == nil {
-		err = waitGuard(root, "guarded-1")
+		err = r.waitGuard("guarded-1")
 	}
 	if err != nil {
 		fail(err)
 	}
-	pid := guardPid()
+	pid := guardPid(r)
 	switch os.Getenv("GUARD_MODE") {
 	case "killfirst":
 		_ = unix.Kill(pid, unix.SIGKILL)
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			if p := guardPid(); p != 0 && p != pid {
+			if p := guardPid(r); p != 0 && p != pid {
 				pid = p
 				break
 			}
@@ -284,7 +279,7 @@ func guardRunner() {
 	case "closed":
 		// A clean exit: everything released, then CloseGuard.
 		g.Release()
-		CloseGuard(5 * time.Second)
+		r.CloseGuard(5 * time.Second)
 	case "lockfile":
 		// Killed between its lock and the create: only the lock file.
 		if _, err := r.lock("guarded-1"); err != nil {
@@ -304,10 +299,10 @@ func guardRunner() {
 }
 
 // guardPid is the pid of this process' running guard (0: none yet).
-func guardPid() int {
-	guards.mu.Lock()
-	p := guards.cur
-	guards.mu.Unlock()
+func guardPid(r *Runtime) int {
+	r.guards.mu.Lock()
+	p := r.guards.cur
+	r.guards.mu.Unlock()
 	if p == nil {
 		return 0
 	}
@@ -436,10 +431,7 @@ func TestGuardClientMessages(t *testing.T) {
 	p := &guardProc{w: w, ready: make(chan struct{}), timer: -1, count: -1, handOver: 1 << 20}
 	close(p.ready)
 	c := &guardClient{entries: map[guardKey]*guardMsg{}, cur: p}
-	rt := &Runtime{root: "/state", systemd: true, rootlessCgroups: true}
-	saved := guards
-	guards = c
-	defer func() { guards = saved }()
+	rt := &Runtime{root: "/state", systemd: true, rootlessCgroups: true, guards: c}
 	g, err := rt.Guard("box-1", runtime.GuardOpts{Lock: "/tmp/x.owner", Remove: []string{"/tmp/x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -480,7 +472,7 @@ func TestGuardClientMessages(t *testing.T) {
 	if len(c.entries) != 0 {
 		t.Errorf("entries left: %v", c.entries)
 	}
-	if err := waitGuard("/state", "box-1"); err != nil {
+	if err := rt.waitGuard("box-1"); err != nil {
 		t.Errorf("waitGuard of a released container: %v", err)
 	}
 }

@@ -38,6 +38,9 @@ type Runtime struct {
 	// "" leaves its default.
 	logLevel string
 	prepared sync.Once
+	// guards is this runtime's lifetime guard client (Guard); nil in a
+	// Runtime the guard process itself makes, which never guards.
+	guards *guardClient
 }
 
 var (
@@ -91,7 +94,8 @@ func New(opts runtime.Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn, limitsReported: opts.LimitsReported}
+	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn, limitsReported: opts.LimitsReported,
+		guards: newGuardClient("/proc/self/exe")}
 	if r.warn == nil {
 		r.warn = func(string) {}
 	}
