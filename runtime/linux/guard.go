@@ -368,4 +368,3 @@ func (g osGuard) removeUnlocked(lock string, remove []string) {
 		_ = os.Remove(lock)
 	}
 }
-
