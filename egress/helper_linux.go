@@ -19,12 +19,14 @@ import (
 	"github.com/skillrun/skillrun/egress/policy"
 )
 
-// HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE`, the
-// detached egress server the Linux back end starts for a container whose
-// spec asks for an allowlist through annotations (plain OCI bundles, as
-// containerd or podman create them) when no caller serves it: it inherits
-// the handoff listener as descriptor 3, receives the sandbox's sockets from
-// the container's init and serves them until that init exits.
+// HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE ...`,
+// the detached egress server the Linux back end starts for a container
+// whose spec asks for an allowlist through annotations (plain OCI bundles,
+// as containerd or podman create them) when no caller serves it: it
+// inherits the handoff listener as descriptor 3, receives the sandbox's
+// sockets from the container's init and serves them until that init
+// exits. The back end adds its own arguments after these two and calls
+// HelperMain with ALLOW and RESOLVE.
 const HelperArg = "__skillrun-egress-helper"
 
 // helperAcceptTimeout bounds the wait for the runtime's connection and the
@@ -32,28 +34,27 @@ const HelperArg = "__skillrun-egress-helper"
 // then.
 const helperAcceptTimeout = 2 * time.Minute
 
-// HelperMain is the helper's whole life. It returns when the container's
-// init has exited (or, without a pidfd of it, on SIGTERM), or on error;
-// the caller exits. The listener's folder (a private temporary folder made
-// for it) is removed once the runtime has connected or the wait ends.
-func HelperMain(args []string) error {
-	if len(args) != 2 {
-		return errors.New("egress helper: want ALLOW RESOLVE")
-	}
-	pol, err := policy.FromAnnotations(args[0], args[1])
+// HelperMain is the helper's whole life, serving the allowlist of allow
+// and resolve (the annotations' values). It returns when the container's
+// init has exited (initExited), on SIGTERM, SIGINT or SIGHUP, or on
+// error; the caller exits. The listener's folder (a private temporary
+// folder made for it) is removed once the runtime has connected or the
+// wait ends.
+func HelperMain(allow, resolve string) (initExited bool, err error) {
+	pol, err := policy.FromAnnotations(allow, resolve)
 	if err != nil {
-		return fmt.Errorf("egress helper: %w", err)
+		return false, fmt.Errorf("egress helper: %w", err)
 	}
 	f := os.NewFile(3, "handoff")
 	ln, err := net.FileListener(f)
 	f.Close()
 	if err != nil {
-		return fmt.Errorf("egress helper: handoff listener: %w", err)
+		return false, fmt.Errorf("egress helper: handoff listener: %w", err)
 	}
 	ul, ok := ln.(*net.UnixListener)
 	if !ok {
 		ln.Close()
-		return errors.New("egress helper: descriptor 3 is not a unix listener")
+		return false, errors.New("egress helper: descriptor 3 is not a unix listener")
 	}
 	path := ul.Addr().String()
 	ul.SetUnlinkOnClose(true)
@@ -67,10 +68,11 @@ func HelperMain(args []string) error {
 	cancel()
 	os.Remove(filepath.Dir(path))
 	if err != nil {
-		return err
+		return false, err
 	}
 	sctx, cancelServe := context.WithCancel(ctx)
 	defer cancelServe()
+	exited := make(chan struct{})
 	if socks.Init != nil {
 		// The pidfd becomes readable when the init exits.
 		pidfd := int(socks.Init.Fd())
@@ -83,11 +85,17 @@ func HelperMain(args []string) error {
 				}
 				break
 			}
+			close(exited)
 			cancelServe()
 		}()
 	}
 	Serve(sctx, socks, pol)
-	return nil
+	select {
+	case <-exited:
+		return true, nil
+	default:
+		return false, nil
+	}
 }
 
 // ListenPrivate makes the handoff socket in a new private folder (short

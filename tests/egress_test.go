@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,8 +59,11 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
                    ("http://127.0.0.1:%[1]d/literal", None)]:
     print(get(url, proxy))
 `, o.Port)
-	newAllowBundle := func() *bundle {
-		b := newBundle(t, u, "/usr/bin/python3", "-c", script)
+	newAllowBundle := func(args ...string) *bundle {
+		if len(args) == 0 {
+			args = []string{"/usr/bin/python3", "-c", script}
+		}
+		b := newBundle(t, u, args...)
 		if !slices.ContainsFunc(b.spec.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace }) {
 			// spec --rootless shares the host's network; the allowlist
 			// needs a namespace of its own.
@@ -134,6 +138,65 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		r.ok("start", c.id)
 		c.waitStatus("stopped", 30*time.Second)
 		check(t, c.Stdout(), 4)
+		r.ok("delete", c.id)
+		assertNoTrace(t, r, c.id, c.pid, b.dir)
+	})
+	t.Run("helper-killed", func(t *testing.T) {
+		// The helper SIGKILLed while its container runs (two processes:
+		// the init and a child it forked): within a second, both are
+		// gone, judged by pid and start time from the host; the state
+		// says stopped and delete leaves nothing.
+		marker := "helper-killed-" + uniqueID(t)
+		b := newAllowBundle("/usr/bin/python3", "-c", "import os, time\nif os.fork() == 0: time.sleep(600)\ntime.sleep(600)", marker)
+		c := r.create(b)
+		r.ok("start", c.id)
+		var procs []hostcheck.Proc
+		deadline := time.Now().Add(10 * time.Second)
+		for len(procs) < 2 && time.Now().Before(deadline) {
+			procs = hostcheck.Procs(func(args []string) bool { return slices.Contains(args, marker) })
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(procs) != 2 {
+			t.Fatalf("control: want the container's 2 processes on the host, found %v", procs)
+		}
+		var ids []hostcheck.ProcID
+		for _, p := range procs {
+			if id, ok := hostcheck.ProcIDOf(p.Pid); ok {
+				ids = append(ids, id)
+			}
+		}
+		helper := hostcheck.Procs(func(args []string) bool {
+			return len(args) > 2 && args[1] == "__skillrun-egress-helper" && slices.Contains(args, c.id)
+		})
+		if len(helper) != 1 {
+			t.Fatalf("want the container's one egress helper, found %v", helper)
+		}
+		if err := syscall.Kill(helper[0].Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		var left []hostcheck.ProcID
+		for {
+			left = left[:0]
+			for _, id := range ids {
+				if id.Alive() {
+					left = append(left, id)
+				}
+			}
+			if len(left) == 0 || time.Since(killed) > 5*time.Second {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		took := time.Since(killed)
+		if len(left) > 0 {
+			t.Fatalf("the container's processes %v still run %s after its egress helper was SIGKILLed", left, took)
+		}
+		t.Logf("the container's processes were gone %s after its egress helper's SIGKILL", took.Round(time.Millisecond))
+		if took > time.Second {
+			t.Errorf("the container's processes took %s to go after its egress helper's SIGKILL, want within 1s", took)
+		}
+		c.waitStatus("stopped", 5*time.Second)
 		r.ok("delete", c.id)
 		assertNoTrace(t, r, c.id, c.pid, b.dir)
 	})

@@ -822,7 +822,9 @@ func assertNoTrace(t testing.TB, r *rt, id string, pid int, bundleDir string) {
 	}
 	if id == "" {
 		// no usable name to look for
-	} else if procs := procsMentioning(id); len(procs) > 0 {
+	} else if procs := waitNoProcsMentioning(id, 2*time.Second); len(procs) > 0 {
+		// (A detached egress helper ends as its container's init does,
+		// not before the runtime call returns: a moment's grace.)
 		t.Errorf("processes still mention container %s: %v", id, procs)
 	}
 	if isRoot() && id != "" {
@@ -844,6 +846,19 @@ func assertNoTrace(t testing.TB, r *rt, id string, pid int, bundleDir string) {
 // whole argument (see hostcheck.ProcsWithArg).
 func procsMentioning(s string) []string {
 	return hostcheck.ProcsWithArg([]string{s})
+}
+
+// waitNoProcsMentioning waits up to timeout for no process to mention s,
+// and returns those that still do.
+func waitNoProcsMentioning(s string, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		procs := procsMentioning(s)
+		if len(procs) == 0 || time.Now().After(deadline) {
+			return procs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // readCgroupFile reads a cgroup control file of the container.

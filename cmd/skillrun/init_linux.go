@@ -25,7 +25,7 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	case egress.HelperArg:
-		if err := egress.HelperMain(os.Args[2:]); err != nil {
+		if err := linux.EgressHelperMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

@@ -130,7 +130,7 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if egressSock == "" {
 		// A plain bundle asking for the allowlist: a detached helper
 		// serves it.
-		sock, done, err := startEgressHelper(spec)
+		sock, done, err := r.startEgressHelper(spec, id)
 		if err != nil {
 			return nil, err
 		}

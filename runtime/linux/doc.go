@@ -43,7 +43,10 @@
 // it has work) force-deletes the caller's registered containers when the
 // caller dies, and kills a container at its deadline even while the
 // caller lives. Create and Run of a guarded ID wait until the guard
-// exists. The skill runner guards every sandbox; the OCI verbs never do.
+// exists. The skill runner guards every sandbox; the OCI verbs never do,
+// but the egress helper of an annotated bundle (EgressHelperMain) guards
+// its container in keep mode: killed when the helper dies, its state left
+// to its caller.
 //
 // # Host preparation
 //

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/egress/policy"
+	"github.com/skillrun/skillrun/runtime"
 )
 
 // egressHandoff connects to the egress server's handoff socket sock, when
@@ -44,13 +46,13 @@ func egressHandoff(config *configs.Config, spec *specs.Spec, sock string) (*os.F
 // startEgressHelper starts, when spec asks for an allowlist through its
 // annotations and no caller serves it (plain OCI bundles: run, create and
 // start by hand or by containerd and podman), a detached egress server
-// (egress.HelperArg): it inherits the handoff listener, receives the
-// sandbox's sockets from the container's init during create and serves
-// them until the
-// container's init exits. It returns the handoff socket, and
-// done, to call once create is over: done(false) (create failed) kills the
-// helper and removes its socket; done(true) leaves it to live on its own.
-func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err error) {
+// for container id (egress.HelperArg, EgressHelperMain): it inherits the
+// handoff listener, receives the sandbox's sockets from the container's
+// init during create and serves them until the container's init exits.
+// It returns the handoff socket, and done, to call once create is over:
+// done(false) (create failed) kills the helper and removes its socket;
+// done(true) leaves it to live on its own.
+func (r *Runtime) startEgressHelper(spec *specs.Spec, id string) (sock string, done func(ok bool), err error) {
 	allow := spec.Annotations[policy.AnnotationAllow]
 	if allow == "" {
 		return "", func(bool) {}, nil
@@ -72,7 +74,8 @@ func startEgressHelper(spec *specs.Spec) (sock string, done func(ok bool), err e
 	// container (--preserve-fds) still reach it: exec dups them into
 	// place whatever their flag here.
 	closeOnExecFrom(3)
-	cmd := exec.Command("/proc/self/exe", egress.HelperArg, allow, resolve)
+	cmd := exec.Command("/proc/self/exe", egress.HelperArg, allow, resolve, r.root, id,
+		strconv.FormatBool(r.systemd), strconv.FormatBool(r.rootlessCgroups))
 	cmd.ExtraFiles = []*os.File{file}
 	// Its own session: signals to the caller's process group (a ^C of
 	// `run`) do not reach it; it ends with the container's init.
@@ -108,4 +111,45 @@ func closeOnExecFrom(fd int) {
 			unix.CloseOnExec(n)
 		}
 	}
+}
+
+// EgressHelperMain is the egress helper's process (`BINARY egress.HelperArg
+// ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS`, started by startEgressHelper):
+// it serves the allowlist of container ID under state root ROOT, and ties
+// the container to its own life. Before the container's init can go on
+// (the handoff, which waits for this process, comes after), the container
+// is registered with a lifetime guard of this process in keep mode: when
+// this process dies by any means while the container's init lives
+// (SIGKILL, an OOM kill), the guard SIGKILLs every process of the
+// container, whose network is gone with the helper; its state stays for
+// its caller (containerd's shim, podman) to see it stopped and delete it,
+// as a detached container's must. The guard is released once the init
+// has exited.
+func EgressHelperMain(args []string) error {
+	if len(args) != 6 {
+		return errors.New("egress helper: want ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS")
+	}
+	systemd, err1 := strconv.ParseBool(args[4])
+	rootless, err2 := strconv.ParseBool(args[5])
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("egress helper: %w", err)
+	}
+	r := &Runtime{root: args[2], systemd: systemd, rootlessCgroups: rootless, warn: func(string) {},
+		guards: newGuardClient("/proc/self/exe")}
+	id := args[3]
+	g, err := r.guard(id, runtime.GuardOpts{}, true)
+	if err == nil {
+		err = g.Ready()
+	}
+	if err != nil {
+		return fmt.Errorf("egress helper: %w", err)
+	}
+	exited, err := egress.HelperMain(args[0], args[1])
+	if exited {
+		g.Release()
+	}
+	// Still registered (a signal, an error): the guard kills what is left
+	// of the container as this process ends.
+	r.CloseGuard(100 * time.Millisecond)
+	return err
 }

@@ -88,6 +88,10 @@ type guardMsg struct {
 	// Lock and Remove are runtime.GuardOpts' ("add").
 	Lock   string   `json:"lock,omitempty"`
 	Remove []string `json:"remove,omitempty"`
+	// Keep: when the runner is gone, kill the container's processes but
+	// keep its state, for its own caller to delete ("add"; the egress
+	// helper of a detached container).
+	Keep bool `json:"keep,omitempty"`
 	// At is the deadline on CLOCK_MONOTONIC, in nanoseconds ("add",
 	// "deadline"); 0: none.
 	At int64 `json:"at,omitempty"`
@@ -212,7 +216,11 @@ func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64) {
 					go func() {
 						defer wg.Done()
 						defer func() { <-sem }()
-						act.remove(o)
+						if o.Keep {
+							act.kill(o)
+						} else {
+							act.remove(o)
+						}
 					}()
 				}
 				wg.Wait()

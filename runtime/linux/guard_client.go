@@ -111,6 +111,13 @@ func newGuardClient(exe string) *guardClient {
 // is started in the background when this process has none, and Run and
 // Create of the ID wait for it (waitGuard).
 func (r *Runtime) Guard(id string, o runtime.GuardOpts) (runtime.Guard, error) {
+	return r.guard(id, o, false)
+}
+
+// guard is Guard; keep has the guard only kill the container's processes
+// when this process dies, leaving its state (and o's paths) to its
+// caller: the egress helper of a detached container.
+func (r *Runtime) guard(id string, o runtime.GuardOpts, keep bool) (runtime.Guard, error) {
 	if err := runtime.ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -118,7 +125,7 @@ func (r *Runtime) Guard(id string, o runtime.GuardOpts) (runtime.Guard, error) {
 		return nil, errors.New("lifetime guard: this runtime cannot guard (not made by New)")
 	}
 	m := &guardMsg{Op: "add", Root: r.root, ID: id, Systemd: r.systemd, Rootless: r.rootlessCgroups,
-		Lock: o.Lock, Remove: append([]string(nil), o.Remove...)}
+		Lock: o.Lock, Remove: append([]string(nil), o.Remove...), Keep: keep}
 	if err := r.guards.add(m); err != nil {
 		return nil, err
 	}

@@ -95,6 +95,8 @@ func TestRunGuard(t *testing.T) {
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "none"}
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "gone", At: monoAt(start.Add(150 * time.Millisecond))}
 	msgs <- guardMsg{Op: "del", Root: "/r", ID: "gone"}
+	// An egress helper's detached container: killed, never removed.
+	msgs <- guardMsg{Op: "add", Root: "/r", ID: "kept", Keep: true}
 	time.Sleep(500 * time.Millisecond)
 	rec.mu.Lock()
 	killed := append([]string(nil), rec.killed...)
@@ -114,7 +116,10 @@ func TestRunGuard(t *testing.T) {
 	}
 	sort.Strings(rec.removed)
 	if strings.Join(rec.removed, ",") != "late,none,soon" {
-		t.Errorf("removed %v, want every container still registered", rec.removed)
+		t.Errorf("removed %v, want every container still registered but the kept one", rec.removed)
+	}
+	if k := rec.killed[len(rec.killed)-1]; len(rec.killed) != 3 || k != "kept" {
+		t.Errorf("killed %v, want the kept container killed last (its runner gone)", rec.killed)
 	}
 }
 

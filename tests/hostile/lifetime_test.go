@@ -30,45 +30,6 @@ import (
 // semantics. Every check is the host's: processes by pid and start time,
 // state, TMPDIR, mounts, cgroups by container ID, the network namespace.
 
-// procID is a process as the host sees it: its pid and start time (clock
-// ticks after boot), so that a reused pid is never taken for it.
-type procID struct {
-	pid   int
-	start uint64
-}
-
-// procStat reads the state, parent and start time of pid.
-func procStat(pid int) (state byte, ppid int, start uint64, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0, 0, 0, false
-	}
-	f := strings.Fields(s[i+2:])
-	if len(f) < 20 {
-		return 0, 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return f[0][0], ppid, start, true
-}
-
-func procIDOf(pid int) (procID, bool) {
-	_, _, start, ok := procStat(pid)
-	return procID{pid, start}, ok
-}
-
-// alive: the same process (pid and start time) still exists and is
-// neither a zombie nor dead (a zombie holds nothing but its pid).
-func (p procID) alive() bool {
-	st, _, start, ok := procStat(p.pid)
-	return ok && start == p.start && st != 'Z' && st != 'X'
-}
-
 func cmdline(pid int) []string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || len(data) == 0 {
@@ -90,26 +51,26 @@ func allPids() []int {
 
 // markerProc finds the live process whose command line is exactly
 // "sleep MARKER".
-func markerProc(marker string) (procID, bool) {
+func markerProc(marker string) (hostcheck.ProcID, bool) {
 	for _, pid := range allPids() {
 		if a := cmdline(pid); len(a) == 2 && a[0] == "sleep" && a[1] == marker {
-			if p, ok := procIDOf(pid); ok && p.alive() {
+			if p, ok := hostcheck.ProcIDOf(pid); ok && p.Alive() {
 				return p, true
 			}
 		}
 	}
-	return procID{}, false
+	return hostcheck.ProcID{}, false
 }
 
 // sandbox is what the host sees of the containers under a state root.
 type sandbox struct {
 	ids   map[string]bool
-	procs map[procID]bool
+	procs map[hostcheck.ProcID]bool
 	netns map[string]bool // "net:[INODE]" of each container's init
 }
 
 func newSandbox() *sandbox {
-	return &sandbox{ids: map[string]bool{}, procs: map[procID]bool{}, netns: map[string]bool{}}
+	return &sandbox{ids: map[string]bool{}, procs: map[hostcheck.ProcID]bool{}, netns: map[string]bool{}}
 }
 
 // look adds what runs now under root: each container's ID, every
@@ -136,7 +97,7 @@ func (s *sandbox) look(root string) {
 		if err != nil || json.Unmarshal(data, &st) != nil || st.Pid <= 0 {
 			continue
 		}
-		if p, ok := procIDOf(st.Pid); !ok || p.start != st.Start {
+		if p, ok := hostcheck.ProcIDOf(st.Pid); !ok || p.Start != st.Start {
 			continue
 		}
 		if ns := nsOf(st.Pid, "pid"); ns != "" && ns != hostPid {
@@ -151,7 +112,7 @@ func (s *sandbox) look(root string) {
 	}
 	for _, pid := range allPids() {
 		if pidns[nsOf(pid, "pid")] {
-			if p, ok := procIDOf(pid); ok && p.alive() {
+			if p, ok := hostcheck.ProcIDOf(pid); ok && p.Alive() {
 				s.procs[p] = true
 			}
 		}
@@ -159,10 +120,10 @@ func (s *sandbox) look(root string) {
 }
 
 // alive lists the recorded processes still alive.
-func (s *sandbox) alive() []procID {
-	var out []procID
+func (s *sandbox) alive() []hostcheck.ProcID {
+	var out []hostcheck.ProcID
 	for p := range s.procs {
-		if p.alive() {
+		if p.Alive() {
 			out = append(out, p)
 		}
 	}
@@ -187,7 +148,7 @@ func (s *sandbox) nsHolders() []string {
 	}
 	for _, pid := range allPids() {
 		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); s.netns[l] {
-			if st, _, _, ok := procStat(pid); ok && st != 'Z' {
+			if st, _, _, ok := hostcheck.ProcStat(pid); ok && st != 'Z' {
 				out = append(out, fmt.Sprintf("process %d in %s", pid, l))
 			}
 		}
@@ -218,10 +179,10 @@ func guardsOf(zombies bool) []int {
 	var out []int
 	for _, pid := range allPids() {
 		if a := cmdline(pid); len(a) == 2 && a[1] == "__skillrun-guard" {
-			if st, ppid, _, ok := procStat(pid); ok && ppid == os.Getpid() && (zombies || st != 'Z') {
+			if st, ppid, _, ok := hostcheck.ProcStat(pid); ok && ppid == os.Getpid() && (zombies || st != 'Z') {
 				out = append(out, pid)
 			}
-		} else if st, ppid, _, ok := procStat(pid); zombies && ok && st == 'Z' && ppid == os.Getpid() {
+		} else if st, ppid, _, ok := hostcheck.ProcStat(pid); zombies && ok && st == 'Z' && ppid == os.Getpid() {
 			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "exe" {
 				out = append(out, pid) // a zombie has no command line: /proc/self/exe's comm
 			}
@@ -237,7 +198,7 @@ func guardsDescribed(pid int) []string {
 	var out []string
 	for _, p := range allPids() {
 		if a := cmdline(p); len(a) == 2 && a[1] == "__skillrun-guard" {
-			if st, ppid, _, ok := procStat(p); ok && ppid == pid {
+			if st, ppid, _, ok := hostcheck.ProcStat(p); ok && ppid == pid {
 				status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 				threads := ""
 				for _, l := range strings.Split(string(status), "\n") {
@@ -314,7 +275,7 @@ func waitFor(d time.Duration, cond func() bool) bool {
 type killedRunner struct {
 	cmd    *exec.Cmd
 	pid    int
-	marker procID
+	marker hostcheck.ProcID
 	sb     *sandbox
 }
 
@@ -352,8 +313,8 @@ func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		for p := range r.sb.procs {
-			if p.alive() && hostcheck.InOtherPidNS(p.pid) {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+			if p.Alive() && hostcheck.InOtherPidNS(p.Pid) {
+				_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 			}
 		}
 		for id := range r.sb.ids {
@@ -367,8 +328,8 @@ func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...
 	r.sb.look(m.root)
 	switch {
 	case !r.sb.procs[r.marker]:
-		t.Fatalf("control: `sleep %s` (pid %d) is not among the processes of the containers under %s: %v", marker, r.marker.pid, m.root, r.sb.procs)
-	case !hostcheck.InOtherPidNS(r.marker.pid):
+		t.Fatalf("control: `sleep %s` (pid %d) is not among the processes of the containers under %s: %v", marker, r.marker.Pid, m.root, r.sb.procs)
+	case !hostcheck.InOtherPidNS(r.marker.Pid):
 		t.Fatalf("control: `sleep %s` runs in the host's pid namespace", marker)
 	case !pidAliveAny(r.pid):
 		t.Fatalf("control: the runner %d is not running", r.pid)
@@ -377,7 +338,7 @@ func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...
 }
 
 func pidAliveAny(pid int) bool {
-	st, _, _, ok := procStat(pid)
+	st, _, _, ok := hostcheck.ProcStat(pid)
 	return ok && st != 'Z' && st != 'X'
 }
 
@@ -493,14 +454,14 @@ func TestLifetimeTimeoutRunnerStopped(t *testing.T) {
 				if err := syscall.Kill(r.pid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
 				}
-				if !waitFor(time.Second, func() bool { st, _, _, _ := procStat(r.pid); return st == 'T' }) {
+				if !waitFor(time.Second, func() bool { st, _, _, _ := hostcheck.ProcStat(r.pid); return st == 'T' }) {
 					t.Fatal("control: the runner is not stopped")
 				}
 				time.Sleep(time.Until(start.Add(4500 * time.Millisecond)))
-				if !r.marker.alive() {
+				if !r.marker.Alive() {
 					t.Fatalf("control: the skill died %s after the start, before its 5 s limit", time.Since(start))
 				}
-				if !waitFor(3*time.Second, func() bool { return !r.marker.alive() }) {
+				if !waitFor(3*time.Second, func() bool { return !r.marker.Alive() }) {
 					t.Fatalf("the skill still runs %s after the start of a run with a 5 s limit (its runner stopped); the runner's guards: %v",
 						time.Since(start).Round(time.Millisecond), guardsDescribed(r.pid))
 				}
@@ -509,7 +470,7 @@ func TestLifetimeTimeoutRunnerStopped(t *testing.T) {
 				if took > 6*time.Second {
 					t.Errorf("killed %s after the start: want 5 s and the guard's 250 ms grace (plus the start-up)", took.Round(time.Millisecond))
 				}
-				if st, _, _, _ := procStat(r.pid); st != 'T' {
+				if st, _, _, _ := hostcheck.ProcStat(r.pid); st != 'T' {
 					t.Fatalf("control: the runner is no longer stopped (%c): the runner, not the guard, may have killed it", st)
 				}
 				if then == "killed" {
@@ -713,7 +674,7 @@ func TestLifetimeOCIRunUnguarded(t *testing.T) {
 			t.Fatalf("control: the foreground container %s never appeared", fg)
 		}
 		st := m.waitStatus(t, fg, "running")
-		init, ok := procIDOf(int(st["pid"].(float64)))
+		init, ok := hostcheck.ProcIDOf(int(st["pid"].(float64)))
 		if !ok {
 			t.Fatalf("control: no init for %s", fg)
 		}
@@ -723,7 +684,7 @@ func TestLifetimeOCIRunUnguarded(t *testing.T) {
 			t.Fatalf("run -d\n%s", res)
 		}
 		time.Sleep(1500 * time.Millisecond)
-		if !init.alive() {
+		if !init.Alive() {
 			t.Errorf("the container of a SIGKILLed foreground run died with it: runc's semantics are that it lives on")
 		}
 		if st := m.state(t, bg); st["status"] != "running" {

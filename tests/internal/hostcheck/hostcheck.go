@@ -233,3 +233,43 @@ func RemoveCgroup(dir string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// ProcID is a process as the host sees it: its pid and start time (clock
+// ticks after boot), so that a reused pid is never taken for it.
+type ProcID struct {
+	Pid   int
+	Start uint64
+}
+
+// ProcStat reads the state, parent and start time of pid.
+func ProcStat(pid int) (state byte, ppid int, start uint64, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return 0, 0, 0, false
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 20 {
+		return 0, 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	start, _ = strconv.ParseUint(f[19], 10, 64)
+	return f[0][0], ppid, start, true
+}
+
+// ProcIDOf is pid's ProcID (ok false: no such process).
+func ProcIDOf(pid int) (ProcID, bool) {
+	_, _, start, ok := ProcStat(pid)
+	return ProcID{pid, start}, ok
+}
+
+// Alive: the same process (pid and start time) still exists and is
+// neither a zombie nor dead (a zombie holds nothing but its pid).
+func (p ProcID) Alive() bool {
+	st, _, start, ok := ProcStat(p.Pid)
+	return ok && start == p.Start && st != 'Z' && st != 'X'
+}

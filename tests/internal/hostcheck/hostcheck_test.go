@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestArgMatches(t *testing.T) {
@@ -41,7 +42,13 @@ func TestProcsWithArg(t *testing.T) {
 		t.Skipf("cannot start sleep: %v", err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if got := ProcsWithArg([]string{marker}); len(got) != 1 {
+	// Until the child has exec'd, its command line is still this test's.
+	got := ProcsWithArg([]string{marker})
+	for deadline := time.Now().Add(5 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		got = ProcsWithArg([]string{marker})
+	}
+	if len(got) != 1 {
 		t.Errorf("ProcsWithArg(%q) = %v, want the one sleep started (pid %d)", marker, got, cmd.Process.Pid)
 	}
 	if got := ProcsWithArg([]string{"marker-" + strings.Repeat("z", 8)}); len(got) != 0 {
