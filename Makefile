@@ -2,6 +2,12 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin/skillrun
+# The OpenShell compute driver: this program with the openshell tag (gRPC,
+# protobuf, the OCI image stack), a second binary beside skillrun, whose
+# openshell-driver command execs it. Kept off the runtime's path: every runc
+# verb a shim calls and every container's init pay their binary's package
+# initialisation (docs/benchmarks.md).
+BIN_OPENSHELL := bin/skillrun-openshell
 PKG := github.com/skillrun/skillrun
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
@@ -18,13 +24,14 @@ export GOEXPERIMENT := jsonv2
 
 .PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto proto-check man dist
 
-all: skillrun ## build bin/skillrun (static, seccomp compiled in)
+all: skillrun ## build bin/skillrun and bin/skillrun-openshell (static, seccomp compiled in)
 
 skillrun: static ## same as static
 
-static: deps ## build the static binary bin/skillrun
+static: deps ## build the static binaries bin/skillrun and bin/skillrun-openshell (the OpenShell driver)
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/skillrun
-	@file $(BIN) | grep -q 'statically linked' || { echo "bin/skillrun is not static" >&2; exit 1; }
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) openshell" -ldflags '$(LDFLAGS)' -o $(BIN_OPENSHELL) ./cmd/skillrun
+	@for b in $(BIN) $(BIN_OPENSHELL); do file $$b | grep -q 'statically linked' || { echo "$$b is not static" >&2; exit 1; }; done
 
 deps:
 	@hack/install-deps.sh build
@@ -32,8 +39,9 @@ deps:
 test: static ## run every test: unit, integration (root and rootless), clients, skills
 	hack/test.sh
 
-unit: ## unit tests only
+unit: ## unit tests only (cmd/skillrun also with the openshell tag)
 	$(GO) test -tags "$(TAGS)" ./...
+	$(GO) test -tags "$(TAGS) openshell" ./cmd/skillrun
 
 integration: static ## black-box tests of bin/skillrun (RUNTIME=runc to prove them against runc)
 	hack/test.sh integration
@@ -41,9 +49,11 @@ integration: static ## black-box tests of bin/skillrun (RUNTIME=runc to prove th
 lint: deps ## gofmt, go vet (linux and darwin)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags "$(TAGS)" ./...
+	$(GO) vet -tags "$(TAGS) openshell" ./cmd/skillrun
 	$(GO) vet -tags integration ./tests/...
 	cd hack/clients/crirun && $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet -tags openshell ./cmd/skillrun
 
 cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compile its tests
 	@hack/install-deps.sh cross
@@ -77,9 +87,10 @@ demo: static ## the main job: run the example skills sandboxed (as root: also ro
 
 install: static ## install to /usr/local/bin
 	install -m 0755 $(BIN) /usr/local/bin/skillrun
+	install -m 0755 $(BIN_OPENSHELL) /usr/local/bin/skillrun-openshell
 
 man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, from the verbs' own help
-	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "seccomp osusergo netgo gendocs" -o bin/skillrun-docs ./cmd/skillrun
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "seccomp osusergo netgo gendocs openshell" -o bin/skillrun-docs ./cmd/skillrun
 	@mkdir -p bin/man bin/completion
 	bin/skillrun-docs __gendocs man >bin/man/skillrun.8
 	bin/skillrun-docs __gendocs bash >bin/completion/skillrun.bash
@@ -88,6 +99,7 @@ man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, fr
 dist: static man ## dist/skillrun-VERSION-linux-{amd64,arm64}.tar.gz + SHA256SUMS: static binaries, man page, completions (install: hack/install.sh)
 	@hack/install-deps.sh cross
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build $(GOFLAGS_BUILD) -tags "osusergo netgo urfave_cli_no_docs" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build $(GOFLAGS_BUILD) -tags "osusergo netgo urfave_cli_no_docs openshell" -ldflags '$(LDFLAGS)' -o bin/skillrun-openshell-linux-arm64 ./cmd/skillrun
 	hack/dist.sh $(VERSION) bin/skillrun bin/skillrun-linux-arm64
 
 proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated code is committed)

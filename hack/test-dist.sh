@@ -15,6 +15,11 @@ hack/install.sh "$tarball" "$tmp/prefix" >/dev/null
 # the command has written its last line (SIGPIPE, exit 141).
 version=$("$tmp/prefix/bin/skillrun" --version) || fail "--version exited $?"
 grep -q '^skillrun version ' <<<"$version" || fail "--version printed: $version"
+# The OpenShell driver: its own binary, run by skillrun's command of the
+# same name (its --help is the driver's, with its flags).
+[ -x "$tmp/prefix/bin/skillrun-openshell" ] || fail "no bin/skillrun-openshell installed"
+help=$("$tmp/prefix/bin/skillrun" openshell-driver --help) || fail "skillrun openshell-driver --help exited $?"
+grep -q -- '--supervisor-bin' <<<"$help" || fail "skillrun openshell-driver --help is not the driver's: $help"
 grep -q '^\.TH skillrun 8' "$tmp/prefix/share/man/man8/skillrun.8" || fail "man page"
 grep -q '^\.SH COMMANDS' "$tmp/prefix/share/man/man8/skillrun.8" || fail "man page has no COMMANDS section"
 words=$(PATH="$tmp/prefix/bin:$PATH" bash -c '. "$1"; COMP_WORDS=(skillrun sk); COMP_CWORD=1; _skillrun; echo "${COMPREPLY[*]}"' _ "$tmp/prefix/share/bash-completion/completions/skillrun")
@@ -30,4 +35,4 @@ if hack/install.sh "$tmp/bad/$(basename "$tarball")" "$tmp/bad-prefix" 2>"$tmp/e
 fi
 grep -q 'does not match SHA256SUMS' "$tmp/err" || fail "tampered tarball: $(cat "$tmp/err")"
 [ ! -e "$tmp/bad-prefix" ] || fail "a refused install left $tmp/bad-prefix"
-echo "test-dist: ok ($(basename "$tarball"): install, --version, man page, bash completion, checksum refusal)"
+echo "test-dist: ok ($(basename "$tarball"): install, --version, the OpenShell driver binary, man page, bash completion, checksum refusal)"

@@ -49,6 +49,8 @@ func exitStatus(code int) error { return &exitError{code: code} }
 // env is what a command needs from its process, injected so tests can run
 // the whole app in-process with a fake back end.
 type env struct {
+	// argv is the command line, the program's name first.
+	argv   []string
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -71,7 +73,7 @@ type env struct {
 
 // run executes the CLI and returns the process exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, backend: newBackend}
+	e := &env{argv: args, stdin: stdin, stdout: stdout, stderr: stderr, backend: newBackend}
 	return e.run(args)
 }
 

@@ -1,3 +1,12 @@
+//go:build openshell
+
+// The OpenShell compute driver: built into skillrun-openshell (make builds
+// it beside skillrun with the openshell tag) only. skillrun itself carries
+// a stub of the command that execs that binary (openshell_stub.go): the
+// gRPC, protobuf and OCI image stack stay off the runtime's path (every
+// runc verb containerd's shim calls, and every container's init, pays its
+// binary's package initialisation).
+
 package main
 
 import (
@@ -37,8 +46,8 @@ func defaultOpenShellState() string {
 
 func openshellCommand(e *env) *cli.Command {
 	return &cli.Command{
-		Name:  "openshell-driver",
-		Usage: "serve OpenShell's compute driver gRPC API on a Unix socket",
+		Name:  openshellCommandName,
+		Usage: openshellUsage,
 		Description: joinLines(
 			`Runs OpenShell sandboxes as skillrun containers: the OpenShell gateway`,
 			`connects to --socket as an external compute driver. Images come from the`,
