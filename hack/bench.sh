@@ -44,6 +44,8 @@ does not favour one peer:
   egress-rss   \`skill run\`'s own peak RSS (VmHWM sampled from /proc) idle and under the network
                allowlist attacks of tests/security (huge heads, a 160 MiB second head, a trickled
                head, 4000 held connections), 3 runs each (1 with --quick)
+  egress-rss-mcp  the same through one long-lived \`skillrun mcp serve\` (stdio) per session, one
+               tools/call per attack, idle first: its VmHWM after each call, 3 sessions (1 with --quick)
   memory       peak RSS (GNU time %M: the runtime and the children it waits for) and binary size
 Prints the table and ratios to stdout (ratio = peer median / skillrun median; runc is the reference
 when skillrun is not built), writes docs/benchmarks.md and docs/benchmarks.png (gnuplot) with the
@@ -58,8 +60,8 @@ Options:
   --out DIR         raw results (default: \$BENCH_OUT or $out)
   --no-docs         do not rewrite docs/benchmarks.md, docs/benchmarks.png and docs/benchmarks-data/
   --only-mcp        only the MCP table (hack/mcpbench), printed; the docs are not rewritten
-  --only-egress     only the network allowlist tables (egress, egress-rss) and their targets,
-                    printed; the docs are not rewritten
+  --only-egress     only the network allowlist tables (egress, egress-rss, egress-rss-mcp) and their
+                    targets, printed; the docs are not rewritten
   --render-only DIR measure nothing: print the report of the data a run saved in DIR (an output
                     dir, or docs/benchmarks-data) and render the docs from it (not from a --quick
                     or --only-egress run's data; --no-docs: print only). Needs neither root nor
@@ -562,7 +564,21 @@ EOF
 		echo "$max"
 	}
 	fg=(--allow-host "bench.test:$kport" --resolve "bench.test:$kport:127.0.0.1" --allow-host "bench.test:$hport" --resolve "bench.test:$hport:127.0.0.1")
-	for attack in idle host-headers second-header trickle held; do
+	# rss_row SCENARIO ATTACK FILE: min / median / max of FILE's KiB, in MiB; the note: the median
+	# above idle's (rss_idle, which the idle row sets).
+	rss_row() {
+		sort -n "$3" | awk -v s="$1" -v p="$2" -v idle="${rss_idle:-}" '$1 > 0 {v[++n] = $1} END {
+			if (n == 0) {printf "%s\t%s\t0\t-\t-\t-\tMiB\tfailed: no VmHWM read\n", s, p; exit}
+			m = v[int((n + 1) / 2)]
+			note = (p == "idle" || idle == "") ? "" : sprintf("%+.1f MiB over idle", (m - idle) / 1024)
+			printf "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\tMiB\t%s\n", s, p, n, v[1] / 1024, m / 1024, v[n] / 1024, note}' >>"$tsv"
+		if [ "$2" = idle ]; then
+			rss_idle=$(sort -n "$3" | awk '$1 > 0 {v[++n] = $1} END {if (n) print v[int((n + 1) / 2)]}')
+		fi
+	}
+	attacks=(idle host-headers second-header trickle held)
+	rss_idle=
+	for attack in "${attacks[@]}"; do
 		f=$out/egress-rss-$attack.txt
 		: >"$f"
 		log "egress-rss / $attack: $egress_rss_runs runs"
@@ -570,15 +586,43 @@ EOF
 			peak_hwm "$skillrun" --root "$work/state/skillrun" skill run "${fg[@]}" \
 				--input "{\"attack\": \"$attack\", \"port\": $kport, \"hold\": $hport}" "$flood" >>"$f"
 		done
-		# min / median / max in MiB; the note: the median above idle's.
-		sort -n "$f" | awk -v p="$attack" -v idle="${rss_idle:-}" '$1 > 0 {v[++n] = $1} END {
-			if (n == 0) {printf "egress-rss\t%s\t0\t-\t-\t-\tMiB\tfailed: no VmHWM read\n", p; exit}
-			m = v[int((n + 1) / 2)]
-			note = (p == "idle" || idle == "") ? "" : sprintf("%+.1f MiB over idle", (m - idle) / 1024)
-			printf "egress-rss\t%s\t%d\t%.1f\t%.1f\t%.1f\tMiB\t%s\n", p, n, v[1] / 1024, m / 1024, v[n] / 1024, note}' >>"$tsv"
-		if [ "$attack" = idle ]; then
-			rss_idle=$(sort -n "$f" | awk '$1 > 0 {v[++n] = $1} END {if (n) print v[int((n + 1) / 2)]}')
-		fi
+		rss_row egress-rss "$attack" "$f"
+	done
+	# The same attacks through one long-lived `mcp serve` (stdio) per run, one tools/call each,
+	# idle first: its VmHWM after each call (the peak of its whole life so far: it only grows).
+	for attack in "${attacks[@]}"; do : >"$out/egress-rss-mcp-$attack.txt"; done
+	log "egress-rss-mcp: $egress_rss_runs mcp serve sessions"
+	for ((i = 0; i < egress_rss_runs; i++)); do
+		python3 - "$kport" "$hport" "${attacks[@]}" -- "$skillrun" --root "$work/state/skillrun" mcp serve \
+			--no-commands --skills "$flood" "${fg[@]}" <<'EOF' 2>>"$out/egress-rss-mcp.err" >"$out/egress-rss-mcp.out" || true
+import json, subprocess, sys
+sep = sys.argv.index("--")
+port, hold, attacks = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:sep]
+srv = subprocess.Popen(sys.argv[sep + 1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(m):
+    srv.stdin.write(json.dumps(dict(m, jsonrpc="2.0")) + "\n")
+    srv.stdin.flush()
+def call(i, method, params):
+    send({"id": i, "method": method, "params": params})
+    while True:
+        r = json.loads(srv.stdout.readline())
+        if r.get("id") == i:
+            return r
+call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
+send({"method": "notifications/initialized"})
+for n, a in enumerate(attacks, 2):
+    r = call(n, "tools/call", {"name": "flood", "arguments": {"attack": a, "port": port, "hold": hold}})
+    ok = "result" in r and not r["result"].get("isError")
+    hwm = next(int(l.split()[1]) for l in open("/proc/%d/status" % srv.pid) if l.startswith("VmHWM:"))
+    print(a, hwm if ok else 0, flush=True)
+srv.stdin.close()
+srv.wait()
+EOF
+		while read -r attack v; do echo "$v" >>"$out/egress-rss-mcp-$attack.txt"; done <"$out/egress-rss-mcp.out"
+	done
+	rss_idle=
+	for attack in "${attacks[@]}"; do
+		rss_row egress-rss-mcp "$attack" "$out/egress-rss-mcp-$attack.txt"
 	done
 	kill "$keep_pid" "$hold_pid" 2>/dev/null
 	else

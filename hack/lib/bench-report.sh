@@ -57,6 +57,7 @@ scen_title() {
 	deps) echo "dependency environment: the same hello script as a skill with a prepared one-package environment and without dependencies (ms)" ;;
 	egress) echo "network allowlist: skill run with none / allowlist, 100 HTTP requests and a 64 MiB download through the allowlist vs --network host, and vs --network host through a plain TCP forwarder (hack/hopfloor, the floor of one user-space hop) (ms)" ;;
 	egress-rss) echo "network allowlist under attack: skill run's own peak RSS (VmHWM from /proc; min / median / max, MiB): idle, four 16 MiB Host headers, a 160 MiB second head on a kept-alive connection, a second head trickled over 11 s, 4000 held connections" ;;
+	egress-rss-mcp) echo "the same attacks through one long-lived mcp serve (stdio), a tools/call each, idle first: its peak RSS (VmHWM from /proc) after each call (min / median / max over sessions, MiB)" ;;
 	throughput) echo "${meta[tp_runs]} runs at concurrency 2 (runs/s)" ;;
 	rss) echo "peak RSS (MiB, GNU time %M)" ;;
 	size) echo "binary size (MiB)" ;;
@@ -66,12 +67,14 @@ scen_title() {
 # table [SCENARIO...]: the tables of the scenarios (default: all).
 table() {
 	local s ref_s p list=("$@")
-	[ $# -gt 0 ] || list=(cold create start skill egress egress-rss deps throughput rss size)
+	[ $# -gt 0 ] || list=(cold create start skill egress egress-rss egress-rss-mcp deps throughput rss size)
 	for s in "${list[@]}"; do
+		# A scenario the data has no row of (data of an older run): no table.
+		awk -F'\t' -v s="$s" '$1 == s {f = 1} END {exit !f}' "$tsv" || continue
 		ref_s=${meta[ref]}
 		[ "$s" = skill ] && ref_s=$([ -n "$(median skill skillrun)" ] && echo skillrun || echo "${meta[ref]}")
 		[ "$s" = egress ] && ref_s=none
-		[ "$s" = egress-rss ] && ref_s=idle
+		[ "$s" = egress-rss ] || [ "$s" = egress-rss-mcp ] && ref_s=idle
 		[ "$s" = deps ] && ref_s=none
 		printf '\n**%s**\n\n' "$(scen_title "$s")"
 		printf '| peer | n | min | median | p95 | ratio to %s | note |\n|---|---|---|---|---|---|---|\n' "$ref_s"
@@ -114,15 +117,22 @@ egress_targets() {
 		[ -z "$f" ] || f=$(awk -v f="$f" -v h="$h64" -v en="$en" 'BEGIN {printf " (a plain forwarder: %.0f%%)", 100 * ((h - en) / (f - en))}')
 		check_row "allowlist: 64 MiB throughput within 10% of --network host (transfer time ratio)" "$o$f" "$(awk -v a="$a64" -v h="$h64" -v ea="$ea" -v en="$en" 'BEGIN {print ((h - en) / (a - ea) >= 0.9)}')"
 	else check_row "allowlist: 64 MiB throughput within 10% of --network host"; fi
-	# The runner's memory under the allowlist attacks (issue 23): the worst median above idle.
+	# The runner's memory under the allowlist attacks (issue 23): the worst median above idle, of
+	# skill run and of a long-lived mcp serve.
+	rss_target egress-rss "skill run"
+	rss_target egress-rss-mcp "mcp serve"
+}
+
+# rss_target SCENARIO WHO: the target row of an egress-rss table: the worst median above idle.
+rss_target() {
 	local idle worst=
-	idle=$(median egress-rss idle)
+	idle=$(median "$1" idle)
 	if [ -n "$idle" ]; then
-		worst=$(awk -F'\t' -v i="$idle" '$1 == "egress-rss" && $2 != "idle" && $5 != "-" {d = $5 - i; if (w == "" || d > w) {w = d; p = $2}} END {if (w != "") printf "%.1f MiB (%s)", w, p}' "$tsv")
+		worst=$(awk -F'\t' -v s="$1" -v i="$idle" '$1 == s && $2 != "idle" && $5 != "-" {d = $5 - i; if (w == "" || d > w) {w = d; p = $2}} END {if (w != "") printf "%.1f MiB (%s)", w, p}' "$tsv")
 	fi
 	if [ -n "$worst" ]; then
-		check_row "allowlist: skill run peak RSS under attack < 64 MiB above idle ($idle MiB)" "+$worst" "$(awk -v w="${worst%% *}" 'BEGIN {print w < 64}')"
-	else check_row "allowlist: skill run peak RSS under attack < 64 MiB above idle"; fi
+		check_row "allowlist: $2 peak RSS under attack < 64 MiB above idle ($idle MiB)" "+$worst" "$(awk -v w="${worst%% *}" 'BEGIN {print w < 64}')"
+	else check_row "allowlist: $2 peak RSS under attack < 64 MiB above idle"; fi
 }
 
 # targets: overheads and the issue's targets, as a table.
@@ -185,7 +195,7 @@ report_text() {
 	if [ "${meta[scope]}" = egress ]; then
 		echo "skillrun bench --only-egress, ${meta[date]}, ${meta[machine]}"
 		echo "iterations: ${meta[runs]} after ${meta[warmup]} warm-up, in ${meta[rounds]} rounds"
-		table egress egress-rss | md2txt
+		table egress egress-rss egress-rss-mcp | md2txt
 		echo
 		{ echo "| target | measured | result |"; echo "|---|---|---|"; egress_targets; } | md2txt
 		return

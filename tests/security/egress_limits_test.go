@@ -3,6 +3,8 @@
 package security_test
 
 import (
+	"bytes"
+	"context"
 	bin "encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What a skill can make the host side of the network allowlist spend
@@ -240,6 +244,100 @@ elif A == "held":
 done()
 `
 
+// floodAttacks are the attacks of floodPy, each measured against "none".
+var floodAttacks = []string{"host-headers", "second-header", "trickle", "held"}
+
+// flood is the origin and the skill of TestEgressFlood and
+// TestEgressFloodMCP, and the host-side checks of each run of floodPy.
+type flood struct {
+	o        *origin
+	hp       string
+	sk       *skill
+	flags    []string // the grants: --network allow and the origin's address
+	controls int      // control requests the origin must have logged
+	// The origin's accept count and log before the current run.
+	before    int
+	logBefore []string
+}
+
+func newFlood(p *P, m *mode) *flood {
+	p.Helper()
+	f := &flood{o: startOrigin(p, false)}
+	f.hp = fmt.Sprintf("api.test:%d", f.o.port)
+	f.sk = pyProbe(p, m, "eg-flood", floodPy, fmt.Sprintf("network:\n  hosts: [%q]\nlimits:\n  memory: 1Gi\n  pids: 128\n  timeout: 60s\n", f.hp))
+	f.flags = []string{"--network", "allow", "--resolve", f.hp + ":127.0.0.1"}
+	return f
+}
+
+// input is the skill's input for attack; called before each run.
+func (f *flood) input(attack string) map[string]any {
+	f.before, f.logBefore = f.o.seen()
+	return map[string]any{"attack": attack, "port": f.o.port}
+}
+
+// control checks one run of attack whose result is out (skill run's
+// stdout, or mcp serve's structuredContent): both control requests
+// reached the origin (else the run proves nothing), and the result is
+// within the output limit plus the margin. It returns the probe's output.
+func (f *flood) control(p *P, attack string, out *outcome) map[string]any {
+	p.Helper()
+	v := out.out(p)
+	f.controls += 2
+	_, log := f.o.seen()
+	n := 0
+	for _, l := range log {
+		if strings.HasPrefix(l, "GET /control host="+f.hp) {
+			n++
+		}
+	}
+	if n != f.controls || !strings.HasPrefix(str(v, "control direct"), "HTTP/1.1 200") || !strings.HasPrefix(str(v, "control proxy"), "HTTP/1.1 200") {
+		p.Fatalf("control (%s): the origin logged %d of the %d control requests (probe: %s, %s): the attack proves nothing", attack, n, f.controls, str(v, "control direct"), str(v, "control proxy"))
+	}
+	if len(out.stdout) > 1<<20+resultMargin {
+		p.Errorf("%s: the result is %d bytes, over the 1 MiB output limit + %d", attack, len(out.stdout), resultMargin)
+	}
+	return v
+}
+
+// attack checks a run of attack (after control): nothing past a bound
+// reached the origin, and the result reports the bound's refusals.
+func (f *flood) attack(p *P, attack string, out *outcome, v map[string]any) {
+	p.Helper()
+	r := out.netResult(p)
+	conns, log := f.o.seen()
+	for _, l := range log[len(f.logBefore):] {
+		for _, bad := range []string{"/big", "/second", "/trickled"} {
+			if strings.Contains(l, bad) {
+				p.Errorf("LEAK: %s: the origin served %q", attack, l)
+			}
+		}
+	}
+	switch attack {
+	case "host-headers", "second-header":
+		for _, host := range []string{"api.test", "127.0.0.1"} {
+			if r.refusals(host, "limit: request head over") == 0 {
+				p.Errorf("%s: no head-size refusal for %s: %+v", attack, host, r.Network.Refused)
+			}
+		}
+	case "trickle":
+		for _, host := range []string{"api.test", "127.0.0.1"} {
+			if r.refusals(host, "limit: request head not complete within 10s") == 0 {
+				p.Errorf("trickle: no head-deadline refusal for %s: %+v", host, r.Network.Refused)
+			}
+		}
+	case "held":
+		// This run's two controls' connections ended before the flood.
+		if got := conns - f.before - 2; got > openConnsBound {
+			p.Errorf("LEAK: the origin accepted %d of the 4000 held connections, bound %d", got, openConnsBound)
+		} else if got < openConnsBound {
+			p.Skipf("skipped: the origin accepted only %d held connections (< %d): the bound was not reached here (probe: %s)", got, openConnsBound, str(v, "held"))
+		}
+		if r.refusals("", "limit: 256 connections open at once") == 0 {
+			p.Errorf("held: no open-connections refusal: %+v", r.Network.Refused)
+		}
+	}
+}
+
 // TestEgressFlood: whatever the skill sends, the runner's own memory
 // stays flat and nothing past a bound reaches the origin. Each attack is
 // a run of its own, measured against an idle run (the controls only):
@@ -250,81 +348,156 @@ done()
 // reached the origin, and the sampler read the runner's VmHWM.
 func TestEgressFlood(t *testing.T) {
 	probe(t, "net/egress-flood", func(p *P, m *mode) {
-		o := startOrigin(p, false)
-		hp := fmt.Sprintf("api.test:%d", o.port)
-		sk := pyProbe(p, m, "eg-flood", floodPy, fmt.Sprintf("network:\n  hosts: [%q]\nlimits:\n  memory: 1Gi\n  pids: 128\n  timeout: 60s\n", hp))
-		flags := []string{"--network", "allow", "--resolve", hp + ":127.0.0.1"}
-		controls := 0
+		f := newFlood(p, m)
 		run := func(attack string) (*outcome, map[string]any, int64) {
-			h := sampleHWM(sk)
-			out := m.run(p, sk, runOpts{input: mustJSON(map[string]any{"attack": attack, "port": o.port}), flags: flags, timeout: 90 * time.Second})
+			in := mustJSON(f.input(attack))
+			h := sampleHWM(f.sk)
+			out := m.run(p, f.sk, runOpts{input: in, flags: f.flags, timeout: 90 * time.Second})
 			h.Stop()
 			if !h.found {
 				p.Skipf("skipped: the host could not read the skill run process's VmHWM from /proc (%s)", attack)
 			}
 			out.wantCode(p, 0)
-			v := out.out(p)
-			controls += 2
-			_, log := o.seen()
-			n := 0
-			for _, l := range log {
-				if strings.HasPrefix(l, "GET /control host="+hp) {
-					n++
-				}
-			}
-			if n != controls || !strings.HasPrefix(str(v, "control direct"), "HTTP/1.1 200") || !strings.HasPrefix(str(v, "control proxy"), "HTTP/1.1 200") {
-				p.Fatalf("control (%s): the origin logged %d of the %d control requests (probe: %s, %s): the attack proves nothing", attack, n, controls, str(v, "control direct"), str(v, "control proxy"))
-			}
-			if len(out.stdout) > 1<<20+resultMargin {
-				p.Errorf("%s: the result is %d bytes, over the 1 MiB output limit + %d", attack, len(out.stdout), resultMargin)
-			}
-			return out, v, h.peak
+			return out, f.control(p, attack, out), h.peak
 		}
 		_, _, idle := run("none")
 		p.Logf("skill run peak RSS, idle (controls only): %s", mib(idle))
-		for _, attack := range []string{"host-headers", "second-header", "trickle", "held"} {
-			before, logBefore := o.seen()
+		for _, attack := range floodAttacks {
 			out, v, peak := run(attack)
 			p.Logf("skill run peak RSS under %s: %s (idle %s, +%s); probe %v", attack, mib(peak), mib(idle), mib(peak-idle), v)
 			if peak-idle > rssBound {
 				p.Errorf("LEAK: under %s the runner's peak RSS grew by %s over idle (%s), bound %s", attack, mib(peak-idle), mib(idle), mib(rssBound))
 			}
-			r := out.netResult(p)
-			conns, log := o.seen()
-			for _, l := range log[len(logBefore):] {
-				for _, bad := range []string{"/big", "/second", "/trickled"} {
-					if strings.Contains(l, bad) {
-						p.Errorf("LEAK: %s: the origin served %q", attack, l)
-					}
-				}
-			}
-			switch attack {
-			case "host-headers", "second-header":
-				for _, host := range []string{"api.test", "127.0.0.1"} {
-					if r.refusals(host, "limit: request head over") == 0 {
-						p.Errorf("%s: no head-size refusal for %s: %+v", attack, host, r.Network.Refused)
-					}
-				}
-			case "trickle":
-				for _, host := range []string{"api.test", "127.0.0.1"} {
-					if r.refusals(host, "limit: request head not complete within 10s") == 0 {
-						p.Errorf("trickle: no head-deadline refusal for %s: %+v", host, r.Network.Refused)
-					}
-				}
-			case "held":
-				// This run's two controls' connections ended before the
-				// flood.
-				if got := conns - before - 2; got > openConnsBound {
-					p.Errorf("LEAK: the origin accepted %d of the 4000 held connections, bound %d", got, openConnsBound)
-				} else if got < openConnsBound {
-					p.Skipf("skipped: the origin accepted only %d held connections (< %d): the bound was not reached here (probe: %s)", got, openConnsBound, str(v, "held"))
-				}
-				if r.refusals("", "limit: 256 connections open at once") == 0 {
-					p.Errorf("held: no open-connections refusal: %+v", r.Network.Refused)
-				}
-			}
+			f.attack(p, attack, out, v)
 		}
 	})
+}
+
+// TestEgressFloodMCP: the same attacks through one long-lived `mcp serve`
+// (stdio, the MCP SDK's client), one tools/call of the flood skill each,
+// idle first: the server's own memory stays flat too. VmHWM is the
+// server's peak over its whole life, read from /proc after each call (it
+// only grows, so that reading is the exact peak so far): each attack's
+// reading minus the idle one, taken after the idle call and before any
+// attack, is what the attacks added to the server's peak. The host-side
+// controls are TestEgressFlood's, on the tool result's structuredContent
+// (the same result as skill run's); and the host read the server's VmHWM.
+func TestEgressFloodMCP(t *testing.T) {
+	probe(t, "net/egress-flood-mcp", func(p *P, m *mode) {
+		f := newFlood(p, m)
+		tmp := m.tempDir(p)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := m.command(ctx, tmp, nil, append([]string{"mcp", "serve", "--no-commands", "--skills", f.sk.dir}, f.flags...)...)
+		stderr := &lockedBuffer{}
+		cmd.Stderr = stderr
+		c := mcp.NewClient(&mcp.Implementation{Name: "skillrun-security", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			p.Fatalf("connect to mcp serve: %v\nstderr: %s", err, stderr)
+		}
+		var closeOnce sync.Once
+		stop := func() {
+			closeOnce.Do(func() {
+				// Closing stdin ends the server (and waits for it).
+				if err := cs.Close(); err != nil {
+					p.Logf("close: %v", err)
+				}
+			})
+		}
+		p.Cleanup(func() {
+			stop()
+			if p.Failed() {
+				p.Logf("mcp serve stderr:\n%s", stderr)
+			}
+		})
+		// The server itself: the process started (unshare and sh exec it),
+		// or as the test user runuser's child. Not any process whose
+		// command line matches: the server's own forks (the runtime's, to
+		// start a container) bear its command line until they exec.
+		pid := 0
+		for _, pi := range scanProcs() {
+			if (pi.pid == cmd.Process.Pid || pi.ppid == cmd.Process.Pid) && strings.HasPrefix(pi.cmdline, m.bin+" mcp serve ") {
+				pid = pi.pid
+				break
+			}
+		}
+		last := int64(0)
+		hwm := func(when string) int64 {
+			v := statusKiB(pid, "VmHWM:") << 10
+			if pid == 0 || v == 0 {
+				p.Skipf("skipped: the host could not read the mcp serve process's VmHWM from /proc (%s)", when)
+			}
+			if v < last {
+				p.Fatalf("the VmHWM of process %d fell from %s to %s (%s): not the server's, the measure proves nothing", pid, mib(last), mib(v), when)
+			}
+			last = v
+			return v
+		}
+		p.Logf("mcp serve peak RSS after initialize: %s", mib(hwm("start")))
+		call := func(attack string) (*outcome, map[string]any, int64) {
+			args := f.input(attack)
+			cctx, ccancel := context.WithTimeout(ctx, 90*time.Second)
+			defer ccancel()
+			r, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: f.sk.name, Arguments: args})
+			peak := hwm(attack)
+			if err != nil {
+				p.Fatalf("tools/call %s (%s): %v", f.sk.name, attack, err)
+			}
+			out := &outcome{argv: []string{"mcp serve: tools/call", f.sk.name, attack}}
+			if r.StructuredContent != nil {
+				b, _ := json.Marshal(r.StructuredContent)
+				out.stdout = string(b)
+				out.parsed = json.Unmarshal(b, &out.res) == nil
+			}
+			for _, x := range r.Content {
+				if tc, ok := x.(*mcp.TextContent); ok {
+					out.stderr += tc.Text
+				}
+			}
+			p.Logf("%s", out)
+			for _, cn := range []string{envCanary, hostCanary} {
+				if strings.Contains(out.all(), cn) {
+					p.Errorf("LEAK: the caller's canary %q (environment or hostname) appears in the tool result\n%s", cn, out)
+				}
+			}
+			if r.IsError || !out.res.OK {
+				p.Fatalf("tools/call %s: a tool error (structuredContent ok %v)\n%s", attack, out.res.OK, out)
+			}
+			return out, f.control(p, attack, out), peak
+		}
+		_, _, idle := call("none")
+		p.Logf("mcp serve peak RSS, idle (initialize and a call with the controls only): %s", mib(idle))
+		for _, attack := range floodAttacks {
+			out, v, peak := call(attack)
+			p.Logf("mcp serve peak RSS after %s: %s (idle %s, +%s); probe %v", attack, mib(peak), mib(idle), mib(peak-idle), v)
+			if peak-idle > rssBound {
+				p.Errorf("LEAK: after %s the mcp serve process's peak RSS grew by %s over idle (%s), bound %s", attack, mib(peak-idle), mib(idle), mib(rssBound))
+			}
+			f.attack(p, attack, out, v)
+		}
+		stop()
+		m.assertNoLeftovers(p, f.sk, tmp)
+	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(b)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestEgressResultSize: refusals cannot grow the result past the output

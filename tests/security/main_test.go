@@ -445,30 +445,13 @@ func (m *mode) run(p *P, sk *skill, o runOpts) *outcome {
 		}
 		args = append(args, "--input", o.input, sk.dir)
 	}
-	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"TMPDIR=" + tmp, "HOME=" + m.home,
-		"SKILLRUN_SECRET=" + envCanary, "AWS_SECRET_ACCESS_KEY=" + envCanary, "GITHUB_TOKEN=" + envCanary, "LANG_CANARY=" + envCanary,
-	}
-	env = append(env, o.env...)
-	if m.rootless() {
-		env = append(env, "XDG_RUNTIME_DIR="+m.xdg())
-	}
 	timeout := o.timeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	inner := []string{m.bin}
-	if m.rootless() {
-		inner = append([]string{"runuser", "-u", m.user.Username, "--", "env", "-i"}, env...)
-		inner = append(inner, m.bin)
-	}
-	inner = append(inner, args...)
-	full := append([]string{"--uts", "--", "sh", "-c", `hostname "$0" && exec "$@"`, hostCanary}, inner...)
-	cmd := exec.CommandContext(ctx, "unshare", full...)
-	cmd.Env = env
+	cmd := m.command(ctx, tmp, o.env, args...)
 	cmd.Dir = o.cwd
 	cmd.ExtraFiles = o.extraFiles
 	var stdout, stderr bytes.Buffer
@@ -509,6 +492,30 @@ func (m *mode) run(p *P, sk *skill, o runOpts) *outcome {
 		m.assertNoLeftovers(p, sk, tmp)
 	}
 	return out
+}
+
+// command is skillrun with args as the mode's caller (not started), in a
+// private UTS namespace whose hostname is hostCanary, with envCanary and
+// env in the environment and tmp as TMPDIR.
+func (m *mode) command(ctx context.Context, tmp string, env []string, args ...string) *exec.Cmd {
+	full := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"TMPDIR=" + tmp, "HOME=" + m.home,
+		"SKILLRUN_SECRET=" + envCanary, "AWS_SECRET_ACCESS_KEY=" + envCanary, "GITHUB_TOKEN=" + envCanary, "LANG_CANARY=" + envCanary,
+	}
+	full = append(full, env...)
+	if m.rootless() {
+		full = append(full, "XDG_RUNTIME_DIR="+m.xdg())
+	}
+	inner := []string{m.bin}
+	if m.rootless() {
+		inner = append([]string{"runuser", "-u", m.user.Username, "--", "env", "-i"}, full...)
+		inner = append(inner, m.bin)
+	}
+	inner = append(inner, args...)
+	cmd := exec.CommandContext(ctx, "unshare", append([]string{"--uts", "--", "sh", "-c", `hostname "$0" && exec "$@"`, hostCanary}, inner...)...)
+	cmd.Env = full
+	return cmd
 }
 
 // tempDir makes a TMPDIR for a skillrun call of the mode's caller.
