@@ -27,6 +27,10 @@ One command, one run, all peers side by side. Each figure is min / median / p95 
 >= 50 iterations after warm-up (hyperfine -N, no shell in the measured command), taken in 6 rounds
 in which the peers of a table take turns (2 rounds with --quick), so a shared machine's drift
 does not favour one peer:
+  proc         process start: \`RT --version\` for skillrun, runc, crun (and skillrun-openshell, the
+               OpenShell driver's binary: what the split keeps off the runtime's path)
+  init         the container's init up to libcontainer's: \`BINARY init\` with GODEBUG=inittrace=1,
+               the clock at libcontainer's package init, skillrun vs lcfloor
   cold run     \`RT run\` of a /bin/true bundle (busybox-static rootfs, no tty, --root on a tmpfs)
                for skillrun, runc, crun, and a bare fork+exec of /bin/true as the floor
   create       \`RT create\` alone (the container is deleted in hyperfine's --prepare)
@@ -38,7 +42,8 @@ does not favour one peer:
                (config.json -> specconv -> Create, Run, Wait, Destroy; no locks, hooks, state checks
                or exit report), on the same bundles: libcontainer's own cost on this machine, the
                floor under any runtime built on it (make lcfloor)
-  throughput   100 cold runs at concurrency 2, runs/s per runtime
+  throughput   100 cold runs at concurrency 2, runs/s per runtime (and lcfloor), and the CPU time
+               (user + system, GNU time) per container
   mcp          \`skillrun mcp serve\` tools/call of the hello skill (SDK client over stdio), cold and warm, vs cold
                \`skill run\` vs bare python3: p50/p95/p99 and calls/s at concurrency 2 (hack/mcpbench)
   egress-rss   \`skill run\`'s own peak RSS (VmHWM sampled from /proc) idle and under the network
@@ -270,6 +275,41 @@ script() {
 	chmod +x "$work/bin/$1"
 	echo "$work/bin/$1"
 }
+
+# --- 0. the runtime's own start ------------------------------------------------------------------
+if [ "$only_egress" != 1 ]; then
+# Process start: `RT --version`, what every verb a shim calls pays before its work (package
+# initialisation, page faults of the binary). skillrun-openshell (the OpenShell driver, the same
+# program with gRPC and the image stack) shows what the split saves.
+for r in "${peers[@]}"; do
+	hf proc "$r" -- "${rt_path[$r]}" --version
+done
+if [ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-openshell" ]; then
+	hf proc skillrun-openshell -- "${rt_path[skillrun]}-openshell" --version
+fi
+measure proc
+
+# The container's init up to libcontainer's: `BINARY init` re-executed by libcontainer runs every
+# package initialisation of its binary before libcontainer's init starts. Outside a container
+# (no sync pipe: it stops right after) with GODEBUG=inittrace=1, the clock of libcontainer's own
+# package init line is that time, for skillrun and for lcfloor (libcontainer plus nothing).
+# init_prelude PEER BINARY: runs iterations, recorded in ms.
+init_prelude() {
+	local peer=$1 bin=$2 i f=$out/init-$1.txt
+	: >"$f"
+	for ((i = 0; i < runs; i++)); do
+		GODEBUG=inittrace=1 "$bin" init </dev/null 2>&1 >/dev/null |
+			awk '$1 == "init" && $2 == "github.com/opencontainers/runc/libcontainer" {sub("@", "", $3); print $3; exit}' >>"$f" || true
+	done
+	sort -n "$f" | awk -v p="$peer" '{v[NR] = $1} END {
+		if (NR == 0) {printf "init\t%s\t0\t-\t-\t-\tms\tfailed: no inittrace line of libcontainer\n", p; exit}
+		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		k = int(0.95 * NR); if (k < 0.95 * NR) k++
+		printf "init\t%s\t%d\t%.2f\t%.2f\t%.2f\tms\t\n", p, NR, v[1], m, v[k]}' >>"$tsv"
+}
+[ -n "${rt_path[skillrun]:-}" ] && init_prelude skillrun "${rt_path[skillrun]}"
+if [ "$lc_ok" = 1 ]; then init_prelude lcfloor "$lcfloor"; else row init lcfloor 0 - - - ms "$lc_note"; fi
+fi # only_egress
 
 # --- 1. cold run ---------------------------------------------------------------------------------
 if [ "$only_egress" != 1 ]; then
@@ -674,22 +714,32 @@ EOF
 fi
 
 # --- 4. throughput: cold runs at concurrency 2 ------------------------------------------------------
-# throughput PEER CMD...: run CMD with a unique trailing container ID tp_runs times, 2 at a time.
+# throughput PEER CMD...: run CMD with a unique trailing container ID tp_runs times, 2 at a time;
+# runs/s, and the CPU time (user + system, GNU time's account of xargs and every process it
+# waited for: the runtimes, and the containers they reaped) per container.
 throughput() {
-	local peer=$1 t0 t1 rc=0
+	local peer=$1 t0 t1 rc=0 cpu
 	shift
 	log "throughput / $peer: $tp_runs runs at concurrency 2"
 	t0=$(date +%s%N)
 	# xargs gives the commands /dev/null as stdin.
-	seq "$tp_runs" | xargs -P 2 -I '{}' "$@" >/dev/null 2>"$out/throughput-$peer.err" || rc=$?
+	seq "$tp_runs" | /usr/bin/time -f '%U %S' -o "$out/throughput-$peer.cpu" xargs -P 2 -I '{}' "$@" >/dev/null 2>"$out/throughput-$peer.err" || rc=$?
 	t1=$(date +%s%N)
 	awk -v n="$tp_runs" -v ns=$((t1 - t0)) -v s=throughput -v p="$peer" -v rc="$rc" 'BEGIN {
 		printf "%s\t%s\t%d\t-\t%.1f\t-\truns/s\t%s\n", s, p, n, n / (ns / 1e9), rc ? "some runs failed (xargs exit " rc ")" : ""}' >>"$tsv"
+	cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ {print $1 + $2}' "$out/throughput-$peer.cpu" | tail -n 1)
+	if [ -n "$cpu" ]; then
+		awk -v n="$tp_runs" -v c="$cpu" -v p="$peer" 'BEGIN {
+			printf "cpu\t%s\t%d\t-\t%.1f\t-\tms\t\n", p, n, 1000 * c / n}' >>"$tsv"
+	fi
 }
 throughput floor /bin/true '{}'
 for r in "${peers[@]}"; do
 	throughput "$r" "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "tp-$r-{}"
 done
+if [ "$lc_ok" = 1 ]; then
+	throughput lcfloor "$lcfloor" "$work/state/lcfloor" "$work/bundle" "tp-lcfloor-{}"
+fi
 
 # --- 5. peak RSS and binary size ------------------------------------------------------------------
 # rss PEER CMD...: max and median of GNU time's %M (KiB) over rss_runs runs, recorded in MiB.

@@ -50,6 +50,8 @@ ratio() {
 
 scen_title() {
 	case $1 in
+	proc) echo "process start: RT --version (ms)" ;;
+	init) echo "the container's init up to libcontainer's init: BINARY init, the clock at libcontainer's package init (GODEBUG=inittrace=1; ms)" ;;
 	cold) echo "cold run of /bin/true (ms)" ;;
 	create) echo "create (ms)" ;;
 	start) echo "start of a pre-created container (ms)" ;;
@@ -59,6 +61,7 @@ scen_title() {
 	egress-rss) echo "network allowlist under attack: skill run's own peak RSS (VmHWM from /proc; min / median / max, MiB): idle, four 16 MiB Host headers, a 160 MiB second head on a kept-alive connection, a second head trickled over 11 s, 4000 held connections" ;;
 	egress-rss-mcp) echo "the same attacks through one long-lived mcp serve (stdio), a tools/call each, idle first: its peak RSS (VmHWM from /proc) after each call (min / median / max over sessions, MiB)" ;;
 	throughput) echo "${meta[tp_runs]} runs at concurrency 2 (runs/s)" ;;
+	cpu) echo "CPU time per container in those runs (user + system of the runtime and the container, ms)" ;;
 	rss) echo "peak RSS (MiB, GNU time %M)" ;;
 	size) echo "binary size (MiB)" ;;
 	esac
@@ -67,7 +70,7 @@ scen_title() {
 # table [SCENARIO...]: the tables of the scenarios (default: all).
 table() {
 	local s ref_s p list=("$@")
-	[ $# -gt 0 ] || list=(cold create start skill egress egress-rss egress-rss-mcp deps throughput rss size)
+	[ $# -gt 0 ] || list=(proc init cold create start skill egress egress-rss egress-rss-mcp deps throughput cpu rss size)
 	for s in "${list[@]}"; do
 		# A scenario the data has no row of (data of an older run): no table.
 		awk -F'\t' -v s="$s" '$1 == s {f = 1} END {exit !f}' "$tsv" || continue
@@ -76,6 +79,7 @@ table() {
 		[ "$s" = egress ] && ref_s=none
 		[ "$s" = egress-rss ] || [ "$s" = egress-rss-mcp ] && ref_s=idle
 		[ "$s" = deps ] && ref_s=none
+		[ "$s" = init ] && ref_s=lcfloor
 		printf '\n**%s**\n\n' "$(scen_title "$s")"
 		printf '| peer | n | min | median | p95 | ratio to %s | note |\n|---|---|---|---|---|---|---|\n' "$ref_s"
 		awk -F'\t' -v s="$s" '$1 == s {print $2}' "$tsv" | while read -r p; do
@@ -142,9 +146,22 @@ targets() {
 	sk=$(median skill skillrun) py=$(median skill python3)
 	echo "| target | measured | result |"
 	echo "|---|---|---|"
+	local s_proc r_proc s_init l_init s_cpu l_cpu
+	s_proc=$(median proc skillrun) r_proc=$(median proc runc)
+	if [ -n "$s_proc" ] && [ -n "$r_proc" ]; then
+		check_row "process start (--version) median <= runc's ($r_proc ms)" "$s_proc ms" "$(awk -v a="$s_proc" -v b="$r_proc" 'BEGIN {print a <= b}')"
+	else check_row "process start (--version) median <= runc's"; fi
+	s_init=$(median init skillrun) l_init=$(median init lcfloor)
+	if [ -n "$s_init" ] && [ -n "$l_init" ]; then
+		check_row "container init: time to libcontainer's init <= lcfloor's + 0.3 ms ($l_init ms)" "$s_init ms" "$(awk -v a="$s_init" -v b="$l_init" 'BEGIN {print a <= b + 0.3}')"
+	else check_row "container init: time to libcontainer's init <= lcfloor's + 0.3 ms"; fi
 	if [ -n "$s_cold" ]; then
-		check_row "skillrun cold-run median <= runc's ($r_cold ms)" "$s_cold ms" "$(awk -v a="$s_cold" -v b="$r_cold" 'BEGIN {print a <= b}')"
-	else check_row "skillrun cold-run median <= runc's"; fi
+		check_row "skillrun cold-run median <= 0.95x runc's ($r_cold ms)" "$s_cold ms ($(ratio cold skillrun runc))" "$(awk -v a="$s_cold" -v b="$r_cold" 'BEGIN {print a <= 0.95 * b}')"
+	else check_row "skillrun cold-run median <= 0.95x runc's"; fi
+	s_cpu=$(median cpu skillrun) l_cpu=$(median cpu lcfloor)
+	if [ -n "$s_cpu" ] && [ -n "$l_cpu" ]; then
+		check_row "CPU per container at concurrency 2 <= lcfloor's + 3 ms ($l_cpu ms; runc $(median cpu runc) ms)" "$s_cpu ms" "$(awk -v a="$s_cpu" -v b="$l_cpu" 'BEGIN {print a <= b + 3}')"
+	else check_row "CPU per container at concurrency 2 <= lcfloor's + 3 ms"; fi
 	if [ -n "$s_start" ]; then check_row "pre-created start median < 5 ms" "$s_start ms" "$(awk -v a="$s_start" 'BEGIN {print a < 5}')"; else check_row "pre-created start median < 5 ms"; fi
 	if [ -n "$sk" ]; then
 		o=$(awk -v a="$sk" -v b="$py" 'BEGIN {printf "%.1f", a - b}')
