@@ -28,6 +28,10 @@ const handoffTimeout = nsinit.Timeout
 type Handoff struct {
 	l    *net.UnixListener
 	path string
+	// beforeAck, when set, is called with the sandbox's sockets before
+	// the init is told they were received: the init goes on only after it
+	// returns nil.
+	beforeAck func(*Sockets) error
 }
 
 // Listen makes the unix socket at path (which must not exist, and whose
@@ -93,6 +97,12 @@ func (h *Handoff) Accept(ctx context.Context, ports []int) (*Sockets, error) {
 	socks, err := sockets(buf[:n], fds, ports)
 	if err != nil {
 		return nil, err
+	}
+	if h.beforeAck != nil {
+		if err := h.beforeAck(socks); err != nil {
+			socks.Close()
+			return nil, err
+		}
 	}
 	if _, err := c.Write([]byte("ok\n")); err != nil {
 		socks.Close()

@@ -39,8 +39,11 @@ const helperAcceptTimeout = 2 * time.Minute
 // init has exited (initExited), on SIGTERM, SIGINT or SIGHUP, or on
 // error; the caller exits. The listener's folder (a private temporary
 // folder made for it) is removed once the runtime has connected or the
-// wait ends.
-func HelperMain(allow, resolve string) (initExited bool, err error) {
+// wait ends. onInit, when set, is called with a pidfd of the container's
+// init once its sockets are received and before the init may go on
+// (not at all on a kernel without pidfds); its error fails the handoff,
+// and so the container's create.
+func HelperMain(allow, resolve string, onInit func(pidfd *os.File) error) (initExited bool, err error) {
 	pol, err := policy.FromAnnotations(allow, resolve)
 	if err != nil {
 		return false, fmt.Errorf("egress helper: %w", err)
@@ -59,6 +62,14 @@ func HelperMain(allow, resolve string) (initExited bool, err error) {
 	path := ul.Addr().String()
 	ul.SetUnlinkOnClose(true)
 	h := &Handoff{l: ul, path: path}
+	if onInit != nil {
+		h.beforeAck = func(s *Sockets) error {
+			if s.Init == nil {
+				return nil
+			}
+			return onInit(s.Init)
+		}
+	}
 	defer os.Remove(filepath.Dir(path))
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)

@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/opencontainers/runc/libcontainer/configs"
+	"github.com/opencontainers/runc/libcontainer/system"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
@@ -116,15 +118,16 @@ func closeOnExecFrom(fd int) {
 // EgressHelperMain is the egress helper's process (`BINARY egress.HelperArg
 // ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS`, started by startEgressHelper):
 // it serves the allowlist of container ID under state root ROOT, and ties
-// the container to its own life. Before the container's init can go on
-// (the handoff, which waits for this process, comes after), the container
-// is registered with a lifetime guard of this process in keep mode: when
-// this process dies by any means while the container's init lives
-// (SIGKILL, an OOM kill), the guard SIGKILLs every process of the
+// the container to its own life. The container is registered with a
+// lifetime guard of this process in keep mode, and the identity of its
+// init (pid and start time) is told to the guard before the handoff lets
+// the init go on: when this process dies by any means while that init
+// lives (SIGKILL, an OOM kill), the guard SIGKILLs every process of the
 // container, whose network is gone with the helper; its state stays for
 // its caller (containerd's shim, podman) to see it stopped and delete it,
-// as a detached container's must. The guard is released once the init
-// has exited.
+// as a detached container's must. Only that init's container is killed:
+// a later container of the same ID (a restart) is not this helper's. The
+// guard is released once the init has exited.
 func EgressHelperMain(args []string) error {
 	if len(args) != 6 {
 		return errors.New("egress helper: want ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS")
@@ -144,7 +147,18 @@ func EgressHelperMain(args []string) error {
 	if err != nil {
 		return fmt.Errorf("egress helper: %w", err)
 	}
-	exited, err := egress.HelperMain(args[0], args[1])
+	onInit := func(pidfd *os.File) error {
+		pid, err := pidfdPid(pidfd)
+		if err != nil {
+			return fmt.Errorf("egress helper: the container's init: %w", err)
+		}
+		st, err := system.Stat(pid)
+		if err != nil {
+			return fmt.Errorf("egress helper: the container's init: %w", err)
+		}
+		return g.(*guard).setInit(pid, st.StartTime)
+	}
+	exited, err := egress.HelperMain(args[0], args[1], onInit)
 	if exited {
 		g.Release()
 	}
@@ -152,4 +166,23 @@ func EgressHelperMain(args []string) error {
 	// of the container as this process ends.
 	r.CloseGuard(100 * time.Millisecond)
 	return err
+}
+
+// pidfdPid is the pid (in this process' pid namespace) of the process
+// pidfd refers to, from /proc/self/fdinfo.
+func pidfdPid(pidfd *os.File) (int, error) {
+	data, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(int(pidfd.Fd())))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("pidfd of no live process (Pid: %s)", strings.TrimSpace(v))
+			}
+			return pid, nil
+		}
+	}
+	return 0, errors.New("not a pidfd")
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer/system"
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/runtime"
@@ -77,7 +78,7 @@ func init() {
 
 // guardMsg is one line of the guard's protocol.
 type guardMsg struct {
-	// Op is "add", "deadline" or "del".
+	// Op is "add", "deadline", "init" or "del".
 	Op   string `json:"op"`
 	Root string `json:"root"`
 	ID   string `json:"id"`
@@ -92,6 +93,12 @@ type guardMsg struct {
 	// keep its state, for its own caller to delete ("add"; the egress
 	// helper of a detached container).
 	Keep bool `json:"keep,omitempty"`
+	// InitPid and InitStart are the container's init, its pid and start
+	// time (clock ticks after boot) ("init"; "add" when the runner sends
+	// its registrations again): a kept container is killed only while
+	// that process lives, never a later container of the same ID.
+	InitPid   int    `json:"init_pid,omitempty"`
+	InitStart uint64 `json:"init_start,omitempty"`
 	// At is the deadline on CLOCK_MONOTONIC, in nanoseconds ("add",
 	// "deadline"); 0: none.
 	At int64 `json:"at,omitempty"`
@@ -140,6 +147,10 @@ func (s *guardState) apply(m guardMsg) {
 	case "deadline":
 		if e, ok := s.entries[m.key()]; ok {
 			e.At = m.At
+		}
+	case "init":
+		if e, ok := s.entries[m.key()]; ok {
+			e.InitPid, e.InitStart = m.InitPid, m.InitStart
 		}
 	case "del":
 		delete(s.entries, m.key())
@@ -287,9 +298,19 @@ func guardRuntime(m guardMsg) *Runtime {
 
 // kill SIGKILLs every process of the container, trying again (100 ms
 // apart, 5 s at most) while it cannot: a create still under way (its
-// state not written yet), a state being rewritten.
+// state not written yet), a state being rewritten. A kept container
+// (an egress helper's) is killed only when its registered init still
+// runs and is the container's: without an init told, its create cannot
+// have let the init go on (the handoff waits for the helper).
 func (osGuard) kill(m guardMsg) {
 	r := guardRuntime(m)
+	if m.Keep {
+		if !r.isInit(m.ID, m.InitPid, m.InitStart) {
+			return
+		}
+		_ = r.Kill(context.Background(), m.ID, unix.SIGKILL, true)
+		return
+	}
 	for attempt := 0; attempt < 50; attempt++ {
 		err := r.Kill(context.Background(), m.ID, unix.SIGKILL, true)
 		if err == nil || errors.Is(err, runtime.ErrNotRunning) {
@@ -300,6 +321,20 @@ func (osGuard) kill(m guardMsg) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// isInit reports whether pid, started at start, lives and is the init of
+// container id.
+func (r *Runtime) isInit(id string, pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	st, err := system.Stat(pid)
+	if err != nil || st.StartTime != start || st.State == system.Zombie || st.State == system.Dead {
+		return false
+	}
+	s, err := r.State(context.Background(), id)
+	return err == nil && s.Pid == pid
 }
 
 // exists reports whether anything of container id is under the state

@@ -140,6 +140,11 @@ type guard struct {
 }
 
 func (g *guard) SetDeadline(t time.Time) error { return g.c.deadline(g.key, monoAt(t)) }
+
+// setInit tells the guard which process is the container's init (its pid
+// and start time): a keep-mode guard kills the container only while that
+// process lives.
+func (g *guard) setInit(pid int, start uint64) error { return g.c.setInit(g.key, pid, start) }
 func (g *guard) Ready() error                  { return g.c.wait(g.key) }
 func (g *guard) Release()                      { g.once.Do(func() { g.c.del(g.key) }) }
 
@@ -181,6 +186,21 @@ func (c *guardClient) deadline(k guardKey, at int64) error {
 	if c.cur != nil {
 		c.cur.arm(c.nextLocked())
 	}
+	return nil
+}
+
+func (c *guardClient) setInit(k guardKey, pid int, start uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.entries[k]
+	if !ok {
+		return errors.New("container not guarded")
+	}
+	m.InitPid, m.InitStart = pid, start
+	if c.cur == nil {
+		return errors.New("no guard process")
+	}
+	c.sendLocked(&guardMsg{Op: "init", Root: k.root, ID: k.id, InitPid: pid, InitStart: start})
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/runc/libcontainer/system"
 	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/runtime"
@@ -579,3 +580,28 @@ func BenchmarkGuard(b *testing.B) {
 
 // fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (not in x/sys/unix).
 const fsImmutableFL = 0x10
+
+// TestIsInit: a kept container is killed only through its registered
+// init: the process must live with the same start time and be the
+// container's init by its state.
+func TestIsInit(t *testing.T) {
+	r := &Runtime{root: t.TempDir(), warn: func(string) {}}
+	self := os.Getpid()
+	st, err := system.Stat(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		pid   int
+		start uint64
+	}{
+		"no init told":          {0, 0},
+		"another start time":    {self, st.StartTime + 1},
+		"not the container's":   {self, st.StartTime},
+		"no such process (pid)": {1 << 30, st.StartTime},
+	} {
+		if r.isInit("box", c.pid, c.start) {
+			t.Errorf("%s: isInit is true", name)
+		}
+	}
+}
