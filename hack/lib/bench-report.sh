@@ -263,9 +263,15 @@ report_md() {
 	echo
 	echo "\`skillrun mcp serve\` (docs/mcp.md) driven by the MCP Go SDK's client over stdio (hack/mcpbench):"
 	echo "each tools/call runs the hello skill in a fresh sandbox: cold (\`--pool 0\`: started for the call) or warm"
-	echo "(\`--pool N\`: launched ahead, entry point waiting for its input; see docs/mcp.md). The warm row's calls"
-	echo "each find the pool refilled; sustained calls/s (back to back) is paced by the refill, one launch at"
-	echo "a time per skill; the burst row empties a full pool of 30."
+	echo "(\`--pool N\`: launched ahead, entry point waiting for its input; see docs/mcp.md). The warm rows' calls"
+	echo "each find the pool refilled. Their floor is python3 pre-started on the same script and left waiting"
+	echo "on its stdin, no sandbox: warm minus pre-started is skillrun's own share of a warm call. The os._exit"
+	echo "rows run a copy of the skill whose entry ends with \`sys.stdout.flush(); os._exit(0)\` (a skill author's"
+	echo "opt-in: no interpreter teardown). Sustained calls/s (back to back, concurrency 2) is bound by CPU,"
+	echo "not by the refill: the refill launches nothing while calls run, so most of those calls run cold, and"
+	echo "CPU per call x calls/s is compared with the machine's cores in the sustained line, as for the cold"
+	echo "\`skill run\` rate (the notes under the table say what the CPU columns count). The burst row empties a"
+	echo "full pool of 30."
 	echo
 	cat "$mcp_md"
 }
