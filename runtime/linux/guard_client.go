@@ -141,12 +141,13 @@ type guard struct {
 
 func (g *guard) SetDeadline(t time.Time) error { return g.c.deadline(g.key, monoAt(t)) }
 
+func (g *guard) Ready() error { return g.c.wait(g.key) }
+func (g *guard) Release()     { g.once.Do(func() { g.c.del(g.key) }) }
+
 // setInit tells the guard which process is the container's init (its pid
 // and start time): a keep-mode guard kills the container only while that
 // process lives.
 func (g *guard) setInit(pid int, start uint64) error { return g.c.setInit(g.key, pid, start) }
-func (g *guard) Ready() error                        { return g.c.wait(g.key) }
-func (g *guard) Release()                            { g.once.Do(func() { g.c.del(g.key) }) }
 
 // The stub's count goes up before a registration is written and down
 // after its release is: whenever the runner dies, a count of zero means
