@@ -98,6 +98,14 @@ check_row() {
 	fi
 }
 
+# cmp_row TARGET A B COND [NOTE]: a target row for measured A (ms) against the yardstick B (ms),
+# met when the awk expression COND (of a and b) holds; "not measured" without both.
+cmp_row() {
+	if [ -n "$2" ] && [ -n "$3" ]; then
+		check_row "$1 ($3 ms)" "$2 ms${5:-}" "$(awk -v a="$2" -v b="$3" "BEGIN {print ($4)}")"
+	else check_row "$1"; fi
+}
+
 # egress_targets: the allowlist's targets: added cost at create, per connection, bulk throughput
 # (issue 11); the runner's memory under attack (issue 23).
 egress_targets() {
@@ -146,22 +154,11 @@ targets() {
 	sk=$(median skill skillrun) py=$(median skill python3)
 	echo "| target | measured | result |"
 	echo "|---|---|---|"
-	local s_proc r_proc s_init l_init s_cpu l_cpu
-	s_proc=$(median proc skillrun) r_proc=$(median proc runc)
-	if [ -n "$s_proc" ] && [ -n "$r_proc" ]; then
-		check_row "process start (--version) median <= runc's ($r_proc ms)" "$s_proc ms" "$(awk -v a="$s_proc" -v b="$r_proc" 'BEGIN {print a <= b}')"
-	else check_row "process start (--version) median <= runc's"; fi
-	s_init=$(median init skillrun) l_init=$(median init lcfloor)
-	if [ -n "$s_init" ] && [ -n "$l_init" ]; then
-		check_row "container init: time to libcontainer's init <= lcfloor's + 0.3 ms ($l_init ms)" "$s_init ms" "$(awk -v a="$s_init" -v b="$l_init" 'BEGIN {print a <= b + 0.3}')"
-	else check_row "container init: time to libcontainer's init <= lcfloor's + 0.3 ms"; fi
-	if [ -n "$s_cold" ]; then
-		check_row "skillrun cold-run median <= 0.95x runc's ($r_cold ms)" "$s_cold ms ($(ratio cold skillrun runc))" "$(awk -v a="$s_cold" -v b="$r_cold" 'BEGIN {print a <= 0.95 * b}')"
-	else check_row "skillrun cold-run median <= 0.95x runc's"; fi
-	s_cpu=$(median cpu skillrun) l_cpu=$(median cpu lcfloor)
-	if [ -n "$s_cpu" ] && [ -n "$l_cpu" ]; then
-		check_row "CPU per container at concurrency 2 <= lcfloor's + 3 ms ($l_cpu ms; runc $(median cpu runc) ms)" "$s_cpu ms" "$(awk -v a="$s_cpu" -v b="$l_cpu" 'BEGIN {print a <= b + 3}')"
-	else check_row "CPU per container at concurrency 2 <= lcfloor's + 3 ms"; fi
+	# The runtime's own cost (issue 26), each against its yardstick.
+	cmp_row "process start (--version) median <= runc's" "$(median proc skillrun)" "$(median proc runc)" 'a <= b'
+	cmp_row "container init: time to libcontainer's init <= lcfloor's + 0.3 ms" "$(median init skillrun)" "$(median init lcfloor)" 'a <= b + 0.3'
+	cmp_row "skillrun cold-run median <= 0.95x runc's" "$s_cold" "$r_cold" 'a <= 0.95 * b' " ($(ratio cold skillrun runc))"
+	cmp_row "CPU per container at concurrency 2 <= lcfloor's + 3 ms (runc: $(median cpu runc) ms)" "$(median cpu skillrun)" "$(median cpu lcfloor)" 'a <= b + 3'
 	if [ -n "$s_start" ]; then check_row "pre-created start median < 5 ms" "$s_start ms" "$(awk -v a="$s_start" 'BEGIN {print a < 5}')"; else check_row "pre-created start median < 5 ms"; fi
 	if [ -n "$sk" ]; then
 		o=$(awk -v a="$sk" -v b="$py" 'BEGIN {printf "%.1f", a - b}')

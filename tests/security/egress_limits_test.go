@@ -301,6 +301,22 @@ func (f *flood) control(p *P, attack string, out *outcome) map[string]any {
 
 // attack checks a run of attack (after control): nothing past a bound
 // reached the origin, and the result reports the bound's refusals.
+// sweep runs the idle case, then every attack, through run (a run of
+// who: skill run, or one call of a long-lived mcp serve) and judges each
+// attack's peak RSS against the idle one's, then its other effects.
+func (f *flood) sweep(p *P, who string, run func(attack string) (*outcome, map[string]any, int64)) {
+	_, _, idle := run("none")
+	p.Logf("%s peak RSS, idle (controls only): %s", who, mib(idle))
+	for _, attack := range floodAttacks {
+		out, v, peak := run(attack)
+		p.Logf("%s peak RSS under %s: %s (idle %s, +%s); probe %v", who, attack, mib(peak), mib(idle), mib(peak-idle), v)
+		if peak-idle > rssBound {
+			p.Errorf("LEAK: under %s the %s process's peak RSS grew by %s over idle (%s), bound %s", attack, who, mib(peak-idle), mib(idle), mib(rssBound))
+		}
+		f.attack(p, attack, out, v)
+	}
+}
+
 func (f *flood) attack(p *P, attack string, out *outcome, v map[string]any) {
 	p.Helper()
 	r := out.netResult(p)
@@ -360,16 +376,7 @@ func TestEgressFlood(t *testing.T) {
 			out.wantCode(p, 0)
 			return out, f.control(p, attack, out), h.peak
 		}
-		_, _, idle := run("none")
-		p.Logf("skill run peak RSS, idle (controls only): %s", mib(idle))
-		for _, attack := range floodAttacks {
-			out, v, peak := run(attack)
-			p.Logf("skill run peak RSS under %s: %s (idle %s, +%s); probe %v", attack, mib(peak), mib(idle), mib(peak-idle), v)
-			if peak-idle > rssBound {
-				p.Errorf("LEAK: under %s the runner's peak RSS grew by %s over idle (%s), bound %s", attack, mib(peak-idle), mib(idle), mib(rssBound))
-			}
-			f.attack(p, attack, out, v)
-		}
+		f.sweep(p, "skill run", run)
 	})
 }
 
@@ -466,16 +473,7 @@ func TestEgressFloodMCP(t *testing.T) {
 			}
 			return out, f.control(p, attack, out), peak
 		}
-		_, _, idle := call("none")
-		p.Logf("mcp serve peak RSS, idle (initialize and a call with the controls only): %s", mib(idle))
-		for _, attack := range floodAttacks {
-			out, v, peak := call(attack)
-			p.Logf("mcp serve peak RSS after %s: %s (idle %s, +%s); probe %v", attack, mib(peak), mib(idle), mib(peak-idle), v)
-			if peak-idle > rssBound {
-				p.Errorf("LEAK: after %s the mcp serve process's peak RSS grew by %s over idle (%s), bound %s", attack, mib(peak-idle), mib(idle), mib(rssBound))
-			}
-			f.attack(p, attack, out, v)
-		}
+		f.sweep(p, "mcp serve", call)
 		stop()
 		m.assertNoLeftovers(p, f.sk, tmp)
 	})
