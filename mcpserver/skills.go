@@ -249,3 +249,31 @@ func (s *Server) addSkillsMethods() error {
 		return nil, fmt.Errorf("skills/get: no skill %q", uri)
 	})
 }
+
+// FindSkills returns every folder below root (root included) that holds a
+// SKILL.md, sorted, not descending into a skill, .git, node_modules or
+// __pycache__.
+func FindSkills(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return err
+			}
+			return nil // unreadable corners are skipped
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if p != root && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "__pycache__") {
+			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(p, spec.SkillFile)); err == nil {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
