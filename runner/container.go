@@ -56,6 +56,9 @@ type container struct {
 	// process runs the configured program and once it has been waited for.
 	onStarted func()
 	onExited  func(error)
+	// reported, when set, delivers the entry point's exit status as the
+	// input holder reports it (runtime.RunOpts.Reported).
+	reported <-chan int
 
 	// Filled by run before done is closed.
 	done    chan struct{}
@@ -220,9 +223,10 @@ func (c *container) run(stdin io.Reader, extra []*os.File) {
 
 			EgressSocket: c.egressSock,
 		},
-		Exit:    &c.info,
-		Started: started,
-		Exited:  c.onExited,
+		Exit:     &c.info,
+		Started:  started,
+		Exited:   c.onExited,
+		Reported: c.reported,
 	})
 	if c.eg != nil {
 		c.network = c.eg.stop()

@@ -1,11 +1,13 @@
 package runner
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -82,24 +84,30 @@ const (
 // control pipe's first line is then the working directory and the command
 // line, shell-quoted by CallCommand: they replace the holder's own "$@"). fd 3 is its
 // copy of the stdin pipe's write end, fd 4 tells the launcher it is in
-// place ("r"), fd 5 is the control pipe ("g": start the entry point, "e":
-// the input is complete). The entry point gets the pipe as stdin (kept on
-// fd 6: a non-interactive shell gives background commands /dev/null) and
-// none of the holder's descriptors; the holder keeps no reading end, so
-// the writer sees EPIPE once the entry point is gone. The holder exits
-// with the entry point's status (128+N when a signal N killed it).
+// place ("r") and, at the end, the entry point's status ("xN" and a
+// newline, after the holder closed its own stdout and stderr: the
+// launcher may answer from it before the container is torn down), fd 5
+// is the control pipe ("g": start the entry point, "e": the input is
+// complete). The entry point gets the pipe as stdin (kept on fd 6: a
+// non-interactive shell gives background commands /dev/null) and none of
+// the holder's descriptors; the holder keeps no reading end, so the
+// writer sees EPIPE once the entry point is gone. SIGPIPE is ignored by
+// the holder only after the entry point started (a launcher gone must not
+// kill it before it exits). The holder exits with the entry point's
+// status (128+N when a signal N killed it).
 const (
 	holderShell  = "/bin/sh"
 	holderScript = `exec 6<&0 0</dev/null
 m=$1; shift
-if [ "$m" = call ]; then printf r >&4; exec 4>&-; IFS= read -r g <&5 || exit 125; fi
-if [ "$m" = cmd ]; then printf r >&4; exec 4>&-; IFS= read -r g <&5 || exit 125; eval "set -- $g"; cd "$1" || exit 126; shift; fi
+if [ "$m" = call ]; then printf r >&4; IFS= read -r g <&5 || exit 125; fi
+if [ "$m" = cmd ]; then printf r >&4; IFS= read -r g <&5 || exit 125; eval "set -- $g"; cd "$1" || exit 126; shift; fi
 "$@" <&6 6<&- 5<&- 4>&- 3>&- &
 p=$!
+trap '' PIPE
 exec 6<&-
-[ "$m" = call ] || { printf r >&4; exec 4>&-; }
+[ "$m" = call ] || [ "$m" = cmd ] || printf r >&4
 if IFS= read -r e <&5 && [ "$e" = e ]; then exec 3>&- 5<&-; else kill -KILL -1 2>/dev/null; exit 125; fi
-while :; do wait "$p"; s=$?; kill -0 "$p" 2>/dev/null || exit "$s"; done`
+while :; do wait "$p"; s=$?; kill -0 "$p" 2>/dev/null || { exec 1>&- 2>&-; printf 'x%d\n' "$s" >&4; exit "$s"; }; done`
 )
 
 // ErrArgvInput is returned by Prepare for a skill whose input becomes
@@ -242,11 +250,11 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		stdinW.Close()
 		return fmt.Errorf("sandbox %s: %w", c.id, err)
 	}
-	defer readyR.Close()
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
+		readyR.Close()
 		readyW.Close()
 		return fmt.Errorf("sandbox %s: %w", c.id, err)
 	}
@@ -260,6 +268,11 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		close(s.startedCh)
 	}
 	c.onExited = func(err error) { s.exited <- err }
+	// The entry point's status, as the holder reports it (a normal exit
+	// only: a signal's death is left to the container's end, which says
+	// more): the back end may answer from it before the teardown.
+	reported := make(chan int, 1)
+	c.reported = reported
 	c.runCtx, c.cancel = context.WithCancelCause(ctx)
 	c.ran = true
 	// Once the container has its copies, ours of its ends go: the
@@ -274,14 +287,27 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 	}()
 	ready := make(chan error, 1)
 	go func() {
-		var b [1]byte
-		n, err := readyR.Read(b[:])
-		if n == 1 {
-			err = nil
-		} else if err == nil || errors.Is(err, io.EOF) {
+		defer readyR.Close()
+		br := bufio.NewReaderSize(readyR, 64)
+		b, err := br.ReadByte()
+		if err == nil && b != 'r' {
+			err = fmt.Errorf("the input holder said %q, not ready", b)
+		} else if errors.Is(err, io.EOF) {
 			err = errors.New("the input holder ended before it was ready")
 		}
 		ready <- err
+		if err != nil {
+			return
+		}
+		// Then, at its end, the entry point's status (or nothing: killed,
+		// or the holder's own error).
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "x") {
+			return
+		}
+		if n, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\n")); err == nil && n >= 0 && n < 128 {
+			reported <- n
+		}
 	}()
 	select {
 	case err = <-ready:

@@ -103,6 +103,17 @@ type RunOpts struct {
 	// container is deleted (foreground runs only): a caller may answer
 	// before the clean-up is done. It must not block.
 	Exited func(err error)
+	// Reported, when not nil, delivers the exit status of the container's
+	// program as the caller learns it from inside (the skill runner's
+	// input holder reports its entry point's status, then exits itself).
+	// A back end that can read the container's usage while it is being
+	// torn down then fills Exit from what it knows (the status reported,
+	// CPU time and memory from the container's cgroups) and calls Exited
+	// once the program's output has all been written to Stdout and
+	// Stderr, without waiting for the container's first process to be
+	// reaped; Run then waits and removes the container as usual. Others
+	// ignore it (Exited comes after the wait). Foreground runs only.
+	Reported <-chan int
 }
 
 // ExecOpts are the options of Exec.

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,12 +37,16 @@ type started struct {
 	// peak, once reset when the process runs its program, reads the
 	// memory cgroup's high-water mark since then (nil: not reset).
 	peak func() (int64, bool)
+	// cpuDir is its CPU accounting cgroup folder ("" when none), and
+	// cpuV2 says it is a cgroup v2 folder (cpu.stat).
+	cpuDir string
+	cpuV2  bool
 }
 
 // Create implements runtime.Runtime: the init is left blocked on the exec
 // fifo until Start.
 func (r *Runtime) Create(_ context.Context, id string, opts runtime.CreateOpts) error {
-	s, err := r.spawn(id, opts, true, false)
+	s, err := r.spawn(id, opts, true, false, false)
 	if err != nil {
 		return err
 	}
@@ -50,7 +56,7 @@ func (r *Runtime) Create(_ context.Context, id string, opts runtime.CreateOpts) 
 
 // spawn creates the container and starts its init: blocked on the exec
 // fifo (create) or running the user process (run).
-func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *started, retErr error) {
+func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run, trackOut bool) (_ *started, retErr error) {
 	if err := runtime.ValidateID(id); err != nil {
 		return nil, err
 	}
@@ -194,6 +200,12 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 	if err != nil {
 		return nil, err
 	}
+	if trackOut && !spec.Process.Terminal {
+		if err := pio.trackOutput(p); err != nil {
+			pio.close()
+			return nil, err
+		}
+	}
 	// Replaying the device rules in order happens between start and exec,
 	// before any of the container's code runs.
 	ordered := wantsDeviceOrder(spec, config)
@@ -245,6 +257,10 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run bool) (_ *s
 		s.pidsDir = st.CgroupPaths["pids"]
 		if s.pidsDir == "" {
 			s.pidsDir = st.CgroupPaths[""] // cgroup v2: one folder
+		}
+		s.cpuDir = st.CgroupPaths["cpuacct"]
+		if s.cpuDir == "" {
+			s.cpuDir, s.cpuV2 = st.CgroupPaths[""], st.CgroupPaths[""] != ""
 		}
 	}
 	return s, nil
@@ -335,7 +351,8 @@ func (r *Runtime) Start(_ context.Context, id string) error {
 // Run implements runtime.Runtime.
 func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, error) {
 	begin := time.Now()
-	s, err := r.spawn(id, o.CreateOpts, o.Detach, true)
+	early := o.Reported != nil && !o.Detach && o.Exit != nil && o.Exited != nil
+	s, err := r.spawn(id, o.CreateOpts, o.Detach, true, early)
 	if err != nil {
 		return -1, err
 	}
@@ -361,14 +378,46 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 			o.Started(pid)
 		}
 	}
+	// Exit and Exited once: from the program's reported status (earlyExit)
+	// or after the wait, whichever comes first.
+	var (
+		exitMu sync.Mutex
+		exited bool
+	)
+	exitOnce := func(fill func(*runtime.ExitInfo) bool, err error) {
+		exitMu.Lock()
+		defer exitMu.Unlock()
+		if exited {
+			return
+		}
+		if o.Exit != nil && !fill(o.Exit) {
+			return
+		}
+		exited = true
+		if o.Exited != nil {
+			o.Exited(err)
+		}
+	}
+	if early && s.cgroups && s.cpuDir != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case status, ok := <-o.Reported:
+				if !ok {
+					return
+				}
+				// The program's output, all of it: its writers are gone
+				// (the holder closed its own copies before it reported).
+				s.io.waitOutput()
+				exitOnce(func(e *runtime.ExitInfo) bool { return fillReported(e, s, status, time.Since(begin)) }, nil)
+			case <-stop:
+			}
+		}()
+	}
 	status, ps, werr := wait(ctx, s.p, s.io, o.Signals, killAll)
 	s.io.close()
-	if o.Exit != nil {
-		fillExit(o.Exit, s, ps, status, time.Since(begin))
-	}
-	if o.Exited != nil {
-		o.Exited(werr)
-	}
+	exitOnce(func(e *runtime.ExitInfo) bool { fillExit(e, s, ps, status, time.Since(begin)); return true }, werr)
 	if !o.Keep {
 		if err := r.destroy(id, s.c); err != nil && werr == nil {
 			werr = err
@@ -437,21 +486,10 @@ func exitStatus(ps *os.ProcessState) int {
 	return ws.ExitStatus()
 }
 
-// fillExit records what the foreground run observed.
-func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, wall time.Duration) {
-	e.Status = status
-	e.Wall = wall
-	e.Cgroups = s.cgroups
-	if ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.Signal = ws.Signal()
-		}
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			e.UserCPU = time.Duration(ru.Utime.Nano())
-			e.SysCPU = time.Duration(ru.Stime.Nano())
-			e.MaxRSS = ru.Maxrss * 1024
-		}
-	}
+// fillCgroupExit adds to e what the container's memory and pids cgroups
+// say: the memory peak (since the program's exec when it was reset), an
+// OOM kill, a refused fork.
+func fillCgroupExit(e *runtime.ExitInfo, s *started) {
 	if s.memDir != "" {
 		peak, oom := memoryEvents(s.memDir)
 		if s.peak != nil {
@@ -470,4 +508,72 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 	if s.pidsDir != "" {
 		e.PidsLimitHit = pidsLimitHit(s.pidsDir)
 	}
+}
+
+// fillReported fills e from a status the program's side reported, before
+// the container's first process is reaped: CPU time from the CPU
+// accounting cgroup (the same processes rusage would count), memory and
+// limits from the cgroups as fillExit reads them. It returns false when
+// the CPU time cannot be read (the caller then waits).
+func fillReported(e *runtime.ExitInfo, s *started, status int, wall time.Duration) bool {
+	user, sys, ok := cgroupCPU(s.cpuDir, s.cpuV2)
+	if !ok {
+		return false
+	}
+	*e = runtime.ExitInfo{Status: status, Wall: wall, Cgroups: s.cgroups, UserCPU: user, SysCPU: sys}
+	fillCgroupExit(e, s)
+	return true
+}
+
+// cgroupCPU reads the user and system CPU time of a cgroup: v1's
+// cpuacct.usage_user and cpuacct.usage_sys (ns), v2's cpu.stat (µs).
+func cgroupCPU(dir string, v2 bool) (user, sys time.Duration, ok bool) {
+	if v2 {
+		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		if err != nil {
+			return 0, 0, false
+		}
+		var gotU, gotS bool
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, " ")
+			n, err := strconv.ParseInt(v, 10, 64)
+			switch {
+			case err != nil:
+			case k == "user_usec":
+				user, gotU = time.Duration(n)*time.Microsecond, true
+			case k == "system_usec":
+				sys, gotS = time.Duration(n)*time.Microsecond, true
+			}
+		}
+		return user, sys, gotU && gotS
+	}
+	read := func(name string) (time.Duration, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return time.Duration(n), err == nil
+	}
+	user, okU := read("cpuacct.usage_user")
+	sys, okS := read("cpuacct.usage_sys")
+	return user, sys, okU && okS
+}
+
+// fillExit records what the foreground run observed.
+func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, wall time.Duration) {
+	e.Status = status
+	e.Wall = wall
+	e.Cgroups = s.cgroups
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Signal = ws.Signal()
+		}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			e.UserCPU = time.Duration(ru.Utime.Nano())
+			e.SysCPU = time.Duration(ru.Stime.Nano())
+			e.MaxRSS = ru.Maxrss * 1024
+		}
+	}
+	fillCgroupExit(e, s)
 }

@@ -26,6 +26,8 @@ type procIO struct {
 	console   console.Console
 	host      console.Console
 	wg        sync.WaitGroup
+	// out counts the copies of the program's output trackOutput started.
+	out sync.WaitGroup
 }
 
 // setupIO wires stdio for p: the caller's files or streams, a console
@@ -74,6 +76,42 @@ func setupIO(p *libcontainer.Process, terminal, detach bool, socketPath string, 
 	go func() { pio.consoleC <- pio.relay(parent, stdio) }()
 	return pio, nil
 }
+
+// trackOutput makes p's stdout and stderr, when they are streams rather
+// than files, pipes this process copies itself (instead of os/exec, whose
+// copies only Wait waits for): waitOutput then says when the program's
+// output has all been written, while the process may not be reaped yet.
+// Our write ends go once the process has started (postStart).
+func (pio *procIO) trackOutput(p *libcontainer.Process) error {
+	for _, w := range []*io.Writer{&p.Stdout, &p.Stderr} {
+		if *w == nil {
+			continue
+		}
+		if _, ok := (*w).(*os.File); ok {
+			continue
+		}
+		r, pw, err := os.Pipe()
+		if err != nil {
+			return fmt.Errorf("output pipe: %w", err)
+		}
+		dst := *w
+		*w = pw
+		pio.postStart = append(pio.postStart, pw)
+		pio.wg.Add(1)
+		pio.out.Add(1)
+		go func() {
+			defer pio.wg.Done()
+			defer pio.out.Done()
+			_, _ = io.Copy(dst, r)
+			r.Close()
+		}()
+	}
+	return nil
+}
+
+// waitOutput returns once the output copies of trackOutput have ended
+// (every writer of the pipes is gone).
+func (pio *procIO) waitOutput() { pio.out.Wait() }
 
 // hostConsole finds the caller's terminal among its stdio, else /dev/tty.
 func hostConsole(stdio runtime.Stdio) (console.Console, error) {

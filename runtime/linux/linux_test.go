@@ -3,6 +3,7 @@
 package linux
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -249,5 +252,81 @@ func TestDeviceRulesInOrder(t *testing.T) {
 		if !strings.Contains(string(list), "c 1:3 rwm") {
 			t.Errorf("%s: devices.list lacks the default /dev/null rule: %q", verb, lines)
 		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the runtime's copy and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunReported: a status the caller reports (RunOpts.Reported) fills
+// Exit from the cgroups and calls Exited once the program's output has
+// all been written, while the container's first process still runs (here
+// it goes on for 2 s with its output elsewhere); Run still waits for it.
+// Without a report, Exited comes after the wait.
+func TestRunReported(t *testing.T) {
+	s := sleepSpec(t)
+	s.Process.Args = []string{"sh", "-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo out; echo err >&2; exec sleep 2 >/dev/null 2>&1"}
+	r, err := New(runtime.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.CgroupLimits() {
+		t.Skip("skipped: no cgroups of its own for a container here (the report needs the CPU accounting cgroup)")
+	}
+	dir := t.TempDir()
+	writeSpec(t, dir, s)
+	var out, errb syncBuffer
+	var info runtime.ExitInfo
+	reported := make(chan int, 1)
+	type exited struct {
+		at        time.Duration
+		out, errb string
+		info      runtime.ExitInfo
+	}
+	got := make(chan exited, 1)
+	begin := time.Now()
+	go func() {
+		time.Sleep(300 * time.Millisecond) // the program has printed by then
+		reported <- 7
+	}()
+	status, err := r.Run(context.Background(), "reported", runtime.RunOpts{
+		CreateOpts: runtime.CreateOpts{Bundle: dir, Stdio: runtime.Stdio{Stdout: &out, Stderr: &errb}},
+		Exit:       &info,
+		Reported:   reported,
+		Exited: func(error) {
+			got <- exited{time.Since(begin), out.String(), errb.String(), info}
+		},
+	})
+	ran := time.Since(begin)
+	if err != nil || status != 0 {
+		t.Fatalf("Run: %d, %v", status, err)
+	}
+	e := <-got
+	if e.at > ran-time.Second {
+		t.Errorf("Exited at %s, Run returned at %s: not before the first process's end", e.at, ran)
+	}
+	if e.out != "out\n" || e.errb != "err\n" {
+		t.Errorf("output at Exited: %q, %q; want all of it", e.out, e.errb)
+	}
+	if e.info.Status != 7 || !e.info.Cgroups || e.info.UserCPU+e.info.SysCPU <= 0 || e.info.MaxRSS <= 0 {
+		t.Errorf("Exit at Exited: %+v; want status 7, cgroups, CPU time and a memory peak", e.info)
+	}
+	if info.Status != 7 {
+		t.Errorf("Exit was overwritten after Exited: %+v", info)
 	}
 }
