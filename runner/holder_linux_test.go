@@ -4,6 +4,8 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,8 @@ type holderRun struct {
 	ctlW   *os.File
 	out    bytes.Buffer
 	dir    string
+	// ready is the ready pipe's read end, past the holder's "r".
+	ready *os.File
 }
 
 func startHolder(t *testing.T, mode, script string) *holderRun {
@@ -52,7 +56,8 @@ func startHolder(t *testing.T, mode, script string) *holderRun {
 	if n, _ := readyR.Read(b[:]); n != 1 || b[0] != 'r' {
 		t.Fatal("the holder never said it was ready")
 	}
-	readyR.Close()
+	h.ready = readyR
+	t.Cleanup(func() { readyR.Close() })
 	return h
 }
 
@@ -132,15 +137,24 @@ func TestHolderCallModeStartsAtCall(t *testing.T) {
 	}
 }
 
-// The holder exits with the entry point's status, 128+N for signal N.
+// The holder exits with the entry point's status, 128+N for signal N,
+// and reports it first on its ready pipe ("xN"), the entry point's output
+// complete by then; nothing more is written to the ready pipe.
 func TestHolderStatus(t *testing.T) {
-	for script, want := range map[string]int{`cat >/dev/null; exit 7`: 7, `cat >/dev/null; kill -SEGV $$`: 139} {
+	for script, want := range map[string]int{`cat >/dev/null; echo out; exit 7`: 7, `cat >/dev/null; echo out; kill -SEGV $$`: 139} {
 		h := startHolder(t, "launch", script)
 		h.stdinW.Close()
 		h.ctlW.Write([]byte("e\n"))
 		h.ctlW.Close()
 		if code := h.wait(t); code != want {
 			t.Errorf("%s: exit %d, want %d", script, code, want)
+		}
+		rest, _ := io.ReadAll(h.ready)
+		if got := string(rest); got != fmt.Sprintf("x%d\n", want) {
+			t.Errorf("%s: the ready pipe said %q after r, want the status x%d", script, got, want)
+		}
+		if h.out.String() != "out\n" {
+			t.Errorf("%s: output %q", script, h.out.String())
 		}
 	}
 }
