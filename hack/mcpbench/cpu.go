@@ -1,3 +1,5 @@
+//go:build linux
+
 // CPU time per call: the server's and its reaped children's, mcpbench's
 // own children's, and the whole machine's busy time as a cross-check.
 

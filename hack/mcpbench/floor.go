@@ -1,3 +1,5 @@
+//go:build linux
+
 // The floors a warm call is measured against: python3 pre-started on
 // the script, and the os._exit variant of the skill.
 

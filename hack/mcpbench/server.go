@@ -1,3 +1,5 @@
+//go:build linux
+
 // The `mcp serve` under test: its start, its call log, its pool seen from /proc.
 
 package main
