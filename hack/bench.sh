@@ -591,7 +591,8 @@ elif a == "held":
 print(json.dumps(out))
 EOF
 	# peak_hwm CMD...: run CMD (stdin /dev/null) and print its peak RSS (VmHWM, KiB), sampled
-	# every 20 ms from /proc while it runs (VmHWM only grows: the last sample holds the peak).
+	# every 20 ms from /proc while it runs; the largest sample (VmHWM can read a little lower later:
+	# the kernel records it lazily, and memory returned with madvise lowers the RSS it falls back on).
 	peak_hwm() {
 		"$@" </dev/null >/dev/null 2>&1 &
 		local pid=$! max=0 v
@@ -629,7 +630,7 @@ EOF
 		rss_row egress-rss "$attack" "$f"
 	done
 	# The same attacks through one long-lived `mcp serve` (stdio) per run, one tools/call each,
-	# idle first: its VmHWM after each call (the peak of its whole life so far: it only grows).
+	# idle first: its VmHWM after each call, the largest reading so far (the peak of its life so far).
 	for attack in "${attacks[@]}"; do : >"$out/egress-rss-mcp-$attack.txt"; done
 	log "egress-rss-mcp: $egress_rss_runs mcp serve sessions"
 	for ((i = 0; i < egress_rss_runs; i++)); do
@@ -650,11 +651,12 @@ def call(i, method, params):
             return r
 call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}})
 send({"method": "notifications/initialized"})
+peak = 0
 for n, a in enumerate(attacks, 2):
     r = call(n, "tools/call", {"name": "flood", "arguments": {"attack": a, "port": port, "hold": hold}})
     ok = "result" in r and not r["result"].get("isError")
-    hwm = next(int(l.split()[1]) for l in open("/proc/%d/status" % srv.pid) if l.startswith("VmHWM:"))
-    print(a, hwm if ok else 0, flush=True)
+    peak = max(peak, next(int(l.split()[1]) for l in open("/proc/%d/status" % srv.pid) if l.startswith("VmHWM:")))
+    print(a, peak if ok else 0, flush=True)
 srv.stdin.close()
 srv.wait()
 EOF
