@@ -16,13 +16,16 @@ import (
 // start. CallPython sends it.
 const EntryPython StartEntry = EntryCommand + 1
 
-// pythonZygote is the program of an EntryPython sandbox: it reads one
+// pythonZygote is the program of an EntryPython sandbox: it imports what
+// it needs to run a command (json, runpy, types: ~1.1 ms, before the call
+// rather than during it), then reads one
 // line from fd 0 (byte by byte: the rest of stdin is the command's), a
 // JSON object with the working directory and python3's arguments, and
 // runs them as python3 would: sys.argv, sys.path[0] and __main__ as the
 // interpreter sets them, the script's own traceback on an uncaught
 // exception (the zygote's and runpy's frames left out), exit status 1.
 const pythonZygote = `import os, sys
+import json, runpy, types
 def _skillrun_zygote():
     line = b""
     while not line.endswith(b"\n"):
@@ -30,7 +33,6 @@ def _skillrun_zygote():
         if not c:
             os._exit(125)
         line += c
-    import json, runpy, types
     req = json.loads(line)
     os.chdir(req["cwd"])
     argv = req["argv"]
