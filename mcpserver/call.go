@@ -23,31 +23,14 @@ import (
 // when one is ready, else a cold one.
 func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		call := Call{Skill: sk.Name}
-		if req.Session != nil {
-			call.Session = req.Session.ID()
+		call := Call{Tool: sk.Name, Skill: sk.Name}
+		defer s.observe(req, &call, time.Now())()
+		ctx, end, err := s.begin(ctx, req)
+		if err != nil {
+			call.Err = err
+			return toolError(err.Error()), nil
 		}
-		start := time.Now()
-		if obs := s.opts.Observe; obs != nil {
-			defer func() {
-				call.Duration = time.Since(start)
-				obs(call)
-			}()
-		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			call.Err = errShutdown
-			return toolError("the server is shutting down"), nil
-		}
-		s.calls.Add(1)
-		s.mu.Unlock()
-		defer s.calls.Done()
-		// The SDK does not end a call's context when the server stops
-		// serving: Close does.
-		ctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		defer context.AfterFunc(s.stop, func() { cancel(errShutdown) })()
+		defer end()
 		var raw []byte
 		if req.Params != nil && string(req.Params.Arguments) != "null" {
 			raw = req.Params.Arguments // absent or null: {}
@@ -97,6 +80,22 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 }
 
 var errShutdown = errors.New("the server is shutting down")
+
+// observe fills in the call's session and returns what reports the call
+// to Options.Observe once it has been answered (deferred by every tool).
+func (s *Server) observe(req *mcp.CallToolRequest, call *Call, start time.Time) func() {
+	if req != nil && req.Session != nil {
+		call.Session = req.Session.ID()
+	}
+	obs := s.opts.Observe
+	if obs == nil {
+		return func() {}
+	}
+	return func() {
+		call.Duration = time.Since(start)
+		obs(*call)
+	}
+}
 
 // refusedByGrants is why the operator's grants refuse every call of sk
 // ("" when they do not).
@@ -188,4 +187,14 @@ func failure(res *runner.Result) string {
 
 func toolError(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// textOf is the text of a result's first text block.
+func textOf(r *mcp.CallToolResult) string {
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
 }

@@ -126,8 +126,10 @@ type CommandResult struct {
 }
 
 // begin registers a call (refused after Close) and returns its context,
-// ended by Close too, and the function that ends the call.
-func (s *Server) begin(ctx context.Context) (context.Context, func(), error) {
+// ended by Close too (the SDK does not end a call's context when the
+// server stops serving) and by the end of the HTTP request that brought
+// it, and the function that ends the call.
+func (s *Server) begin(ctx context.Context, req mcp.Request) (context.Context, func(), error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -137,7 +139,11 @@ func (s *Server) begin(ctx context.Context) (context.Context, func(), error) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(s.stop, func() { cancel(errShutdown) })
-	return ctx, func() { stop(); cancel(nil); s.calls.Done() }, nil
+	gone := func() bool { return true }
+	if rc := s.requestContext(req); rc != nil {
+		gone = context.AfterFunc(rc, func() { cancel(errClientGone) })
+	}
+	return ctx, func() { stop(); gone(); cancel(nil); s.calls.Done() }, nil
 }
 
 func decodeArgs(req *mcp.CallToolRequest, v any) error {
@@ -160,19 +166,13 @@ func decodeArgs(req *mcp.CallToolRequest, v any) error {
 // without a skill (sandbox), with exactly the operator's grants and the
 // session's workspace.
 func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	call := Call{Skill: spec.BareName}
-	start := time.Now()
-	if obs := s.opts.Observe; obs != nil {
-		defer func() {
-			call.Duration = time.Since(start)
-			obs(call)
-		}()
-	}
+	call := Call{Tool: RunCommandTool, Skill: spec.BareName}
+	defer s.observe(req, &call, time.Now())()
 	fail := func(err error) (*mcp.CallToolResult, error) {
 		call.Err = err
 		return toolError(err.Error()), nil
 	}
-	ctx, end, err := s.begin(ctx)
+	ctx, end, err := s.begin(ctx, req)
 	if err != nil {
 		return fail(err)
 	}
@@ -377,7 +377,17 @@ type writeIn struct {
 
 // writeFile writes a file into the session's workspace, confined to it.
 func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	_, end, err := s.begin(ctx)
+	call := Call{Tool: WriteFileTool}
+	defer s.observe(req, &call, time.Now())()
+	r, err := s.writeFileCall(ctx, req)
+	if r != nil && r.IsError {
+		call.Err = &runner.InputError{Err: errors.New(textOf(r))}
+	}
+	return r, err
+}
+
+func (s *Server) writeFileCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	_, end, err := s.begin(ctx, req)
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
@@ -428,7 +438,17 @@ func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 // readFile reads a file of the session's workspace, confined to it.
 func (s *Server) readFile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	_, end, err := s.begin(ctx)
+	call := Call{Tool: ReadFileTool}
+	defer s.observe(req, &call, time.Now())()
+	r, err := s.readFileCall(ctx, req)
+	if r != nil && r.IsError {
+		call.Err = &runner.InputError{Err: errors.New(textOf(r))}
+	}
+	return r, err
+}
+
+func (s *Server) readFileCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	_, end, err := s.begin(ctx, req)
 	if err != nil {
 		return toolError(err.Error()), nil
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,5 +306,59 @@ func TestPlainWords(t *testing.T) {
 		if got := strings.Join(words, "|"); ok != (want != "") || got != want {
 			t.Errorf("plainWords(%q) = %q, %v; want %q", in, got, ok, want)
 		}
+	}
+}
+
+// TestObserveCommandCalls: run_command, write_file and read_file are each
+// observed once, with the tool's name; run_command with its program, never
+// its arguments.
+func TestObserveCommandCalls(t *testing.T) {
+	var mu sync.Mutex
+	var calls []Call
+	s, _ := commandServer(t, newFake(), Options{Observe: func(c Call) {
+		mu.Lock()
+		calls = append(calls, c)
+		mu.Unlock()
+	}})
+	cs := connectClient(t, s, nil)
+	callJSON(t, cs, WriteFileTool, map[string]any{"path": "a.txt", "content": "SECRET-CONTENT"})
+	callJSON(t, cs, RunCommandTool, map[string]any{"command": []string{"write", "out.txt", "SECRET-ARG"}})
+	callJSON(t, cs, ReadFileTool, map[string]any{"path": "../escape"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 3 {
+		t.Fatalf("observed %d calls, want 3: %+v", len(calls), calls)
+	}
+	if c := calls[0]; c.Tool != WriteFileTool || c.Outcome() != "ok" {
+		t.Errorf("write_file observed as %+v (outcome %q)", c, c.Outcome())
+	}
+	if c := calls[1]; c.Tool != RunCommandTool || c.Skill != spec.BareName || c.Command != "write" || c.Outcome() != "ok" || c.Duration <= 0 {
+		t.Errorf("run_command observed as %+v (outcome %q)", c, c.Outcome())
+	}
+	if c := calls[2]; c.Tool != ReadFileTool || c.Outcome() != "bad_input" {
+		t.Errorf("read_file of ../escape observed as %+v (outcome %q)", c, c.Outcome())
+	}
+	if strings.Contains(fmt.Sprintf("%+v", calls), "SECRET") {
+		t.Error("a call's arguments reached what is observed")
+	}
+}
+
+// TestKeepWorkspaces: with KeepWorkspaces, a session's end and the
+// server's Close leave its workspace and what it wrote.
+func TestKeepWorkspaces(t *testing.T) {
+	s, root := commandServer(t, newFake(), Options{KeepWorkspaces: true})
+	a := connectClient(t, s, nil)
+	if r := callJSON(t, a, WriteFileTool, map[string]any{"path": "kept.txt", "content": "kept"}); r.IsError {
+		t.Fatalf("write_file: %s", text(r))
+	}
+	dirs := sessionDirs(t, root)
+	if len(dirs) != 1 {
+		t.Fatalf("want one workspace, got %v", dirs)
+	}
+	a.Close()
+	time.Sleep(200 * time.Millisecond) // the session's end runs in the background
+	s.Close()
+	if b, err := os.ReadFile(filepath.Join(dirs[0], "kept.txt")); err != nil || string(b) != "kept" {
+		t.Errorf("after the session's end and Close: %v %q", err, b)
 	}
 }

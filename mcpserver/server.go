@@ -76,6 +76,9 @@ type Options struct {
 // Call is what Options.Observe learns of one tool call: never its input
 // or output.
 type Call struct {
+	// Tool is the tool called: a skill's name, or run_command, write_file
+	// or read_file.
+	Tool string
 	// Skill is the tool's skill (spec.BareName for a command without
 	// one); Session the MCP session's ID ("" on stdio).
 	Skill, Session string
@@ -93,9 +96,12 @@ type Call struct {
 }
 
 // Outcome names the call's end in one word: "ok", "failed" (the skill
-// exited non-zero), a runner.Stopped* reason, "bad_input" or "error".
+// exited non-zero), a runner.Stopped* reason, "bad_input" or "error". A
+// call that runs nothing (write_file, read_file) is "ok" without an Err.
 func (c Call) Outcome() string {
 	switch {
+	case c.Result == nil && c.Err == nil:
+		return "ok"
 	case c.Result != nil && c.Result.OK:
 		return "ok"
 	case c.Result != nil && c.Result.StoppedReason != "":
@@ -120,6 +126,8 @@ type Server struct {
 	retired  []*pool // pools of skills changed or removed
 	sessions map[*mcp.ServerSession]*session
 	closed   bool
+	// posts are the HTTP requests in flight by their key (HTTPHandler).
+	posts map[string]context.Context
 
 	// Every call's context ends with stop (Close); calls counts the
 	// handlers running.

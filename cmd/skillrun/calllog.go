@@ -13,12 +13,19 @@ import (
 // logMCPCall is mcpserver's Options.Observe: one line per tool call.
 func (e *env) logMCPCall(c mcpserver.Call) {
 	f := logrus.Fields{
-		"skill":       c.Skill,
-		"session":     c.Session,
+		"tool":        c.Tool,
 		"duration_ms": c.Duration.Milliseconds(),
-		"warm":        c.Warm,
 		"outcome":     c.Outcome(),
 	}
+	if c.Session != "" {
+		f["session"] = c.Session
+	}
+	if c.Tool == mcpserver.WriteFileTool || c.Tool == mcpserver.ReadFileTool {
+		e.log.WithFields(f).Info("mcp tool call")
+		return
+	}
+	f["skill"] = c.Skill
+	f["warm"] = c.Warm
 	if c.Command != "" {
 		f["command"] = c.Command
 	}

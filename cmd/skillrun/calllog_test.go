@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,7 @@ func TestLogMCPCall(t *testing.T) {
 	e, buf := jsonLogEnv()
 	e.logMCPCall(mcpserver.Call{Skill: "calculator", Session: "s1", Warm: true, Duration: 12 * time.Millisecond,
 		Result: &runner.Result{ExitCode: 4, StoppedReason: runner.StoppedTimeout, Output: "SECRET-OUTPUT"}})
+	raw := buf.String()
 	m := logLine(t, buf)
 	want := map[string]any{"level": "info", "msg": "mcp tool call", "skill": "calculator", "session": "s1", "warm": true,
 		"duration_ms": float64(12), "outcome": "timeout", "exit_code": float64(4), "stopped_reason": "timeout"}
@@ -49,7 +51,32 @@ func TestLogMCPCall(t *testing.T) {
 			t.Errorf("field %s = %v, want %v (line %v)", k, m[k], v, m)
 		}
 	}
-	if bytes.Contains(buf.Bytes(), []byte("SECRET")) {
+	if strings.Contains(raw, "SECRET") {
 		t.Error("the call's output reached the log")
+	}
+}
+
+// TestLogCommandCalls: run_command's line names the tool, the session and
+// the program (argv[0]), never its arguments; write_file and read_file get
+// a line too, without their paths or content.
+func TestLogCommandCalls(t *testing.T) {
+	e, buf := jsonLogEnv()
+	e.logMCPCall(mcpserver.Call{Tool: mcpserver.RunCommandTool, Skill: "table-report", Session: "s2", Command: "python3",
+		Duration: 7 * time.Millisecond, Result: &runner.Result{OK: true, Output: "SECRET-OUTPUT"}})
+	if strings.Contains(buf.String(), "SECRET") {
+		t.Error("a command's output reached the log")
+	}
+	m := logLine(t, buf)
+	want := map[string]any{"msg": "mcp tool call", "tool": "run_command", "skill": "table-report", "session": "s2",
+		"command": "python3", "exit_code": float64(0), "outcome": "ok", "duration_ms": float64(7)}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("run_command field %s = %v, want %v (line %v)", k, m[k], v, m)
+		}
+	}
+	e.logMCPCall(mcpserver.Call{Tool: mcpserver.WriteFileTool, Session: "s2", Duration: time.Millisecond})
+	m = logLine(t, buf)
+	if m["tool"] != "write_file" || m["session"] != "s2" || m["outcome"] != "ok" || m["skill"] != nil {
+		t.Errorf("write_file line %v", m)
 	}
 }

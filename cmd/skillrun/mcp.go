@@ -49,6 +49,7 @@ or --log. See docs/mcp.md.`,
 			&cli.BoolFlag{Name: "keep-workspaces", Usage: "with --workspace-root: keep a session's workspace when it ends"},
 			&cli.StringFlag{Name: "workspace-quota", Value: "256Mi", Usage: "bytes a session's workspace may hold, checked before each command and write"},
 			&cli.IntFlag{Name: "max-sessions", Value: mcpserver.DefaultMaxSessions, Usage: "sessions holding a workspace at once; more are refused"},
+			&cli.DurationFlag{Name: "session-timeout", Value: defaultSessionTimeout, Usage: "with --http: end a session no request came for in this long (its calls' sandboxes killed, its workspace removed); 0: never"},
 		}, append(policyFlags(), depsFlags()...)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 0 {
@@ -91,6 +92,9 @@ or --log. See docs/mcp.md.`,
 			if err != nil || quota <= 0 {
 				return e.usageError("--workspace-quota: %q is not a size such as 256Mi", c.String("workspace-quota"))
 			}
+			if c.Duration("session-timeout") < 0 {
+				return e.usageError("--session-timeout: must not be negative")
+			}
 			if c.Int("max-sessions") < 1 {
 				return e.usageError("--max-sessions: must be at least 1")
 			}
@@ -129,7 +133,7 @@ or --log. See docs/mcp.md.`,
 				}
 				return nil
 			}
-			return serveHTTP(ctx, e, srv, addr)
+			return serveHTTP(ctx, e, srv, addr, c.Duration("session-timeout"))
 		},
 	}
 }
@@ -149,9 +153,16 @@ func onceWarn(e *env) func(string) {
 	}
 }
 
+// defaultSessionTimeout is how long an HTTP session may go without a
+// request before it is ended (mcp serve --session-timeout).
+const defaultSessionTimeout = 30 * time.Minute
+
 // serveHTTP serves the streamable HTTP transport on addr at /mcp, with the
-// SDK's DNS-rebinding (localhost) protection on, until ctx ends.
-func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) error {
+// SDK's DNS-rebinding (localhost) protection on, until ctx ends. A session
+// no request came for in idle (a request in flight counts) is ended: an
+// HTTP client that went away without DELETE leaves no session, workspace
+// or sandbox behind for longer than that.
+func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string, idle time.Duration) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return e.usageError("--http %q: %v", addr, err)
@@ -164,7 +175,8 @@ func serveHTTP(ctx context.Context, e *env, srv *mcpserver.Server, addr string) 
 		return fmt.Errorf("mcp serve: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil))
+	mux.Handle("/mcp", srv.HTTPHandler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() },
+		&mcp.StreamableHTTPOptions{SessionTimeout: idle, PropagateRequestCancellation: true})))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	e.log.Infof("mcp serve: listening on http://%s/mcp", ln.Addr())
 	fmt.Fprintf(e.stderr, "mcp serve: listening on http://%s/mcp\n", ln.Addr())

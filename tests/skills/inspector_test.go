@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,13 @@ func inspector(t *testing.T) []string {
 // method and its options), and decodes its JSON output.
 func runInspector(t *testing.T, m *mode, args ...string) map[string]any {
 	t.Helper()
-	server := m.command("--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", filepath.Join(m.data, "examples", "skills"))
+	return runInspectorServe(t, m, nil, args...)
+}
+
+// runInspectorServe is runInspector with more flags for mcp serve.
+func runInspectorServe(t *testing.T, m *mode, serveFlags []string, args ...string) map[string]any {
+	t.Helper()
+	server := m.command(append([]string{"--root", filepath.Join(m.tmp, "state"), "mcp", "serve", "--skills", filepath.Join(m.data, "examples", "skills")}, serveFlags...)...)
 	// The inspector's options first: the server's command line (runuser
 	// ... -- env ... as the rootless user) follows "--".
 	cmdline := append(inspector(t), args...)
@@ -135,6 +142,51 @@ func TestMCPInspector(t *testing.T) {
 		disk, _ := os.ReadFile(filepath.Join(m.data, "examples", "skills", "calculator", "SKILL.md"))
 		if "sha256:"+hex.EncodeToString(sum[:]) != first["digest"] || text != string(disk) {
 			t.Errorf("resources/read %s: digest %v, read %d bytes, file %d bytes", first["uri"], first["digest"], len(text), len(disk))
+		}
+		m.assertClean(t)
+	})
+}
+
+// TestMCPInspectorAgentFlow: the MCP Inspector's CLI uses an Agent Skill
+// as an agent would, one call per server start (each its own session, so
+// the server has one --workspace for all): read the skill's SKILL.md,
+// write an input file, run two of the skill's scripts with arguments
+// (their packages from the loopback index), read the report back; the
+// report is on the host, in the workspace, and nothing else is left.
+func TestMCPInspectorAgentFlow(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ix := newPyIndex(t)
+		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+		ws := workspace(t, m, nil)
+		serve := []string{"--watch", "0", "--pool", "0", "--workspace", ws, "--env-cache", envCache(t, m), "--pip-index-url", ix.url()}
+		read := runInspectorServe(t, m, serve, "--method", "resources/read", "--uri", "skill://table-report/SKILL.md")
+		contents, _ := read["contents"].([]any)
+		if len(contents) != 1 || !strings.Contains(fmt.Sprint(contents[0].(map[string]any)["text"]), "scripts/csv_to_json.py") {
+			t.Fatalf("resources/read SKILL.md: %v", read)
+		}
+		w := runInspectorServe(t, m, serve, "--method", "tools/call", "--tool-name", "write_file",
+			"--tool-arg", "path=sales.csv", "--tool-arg", "content="+salesCSV)
+		if w["isError"] == true {
+			t.Fatalf("write_file: %v", w)
+		}
+		run := runInspectorServe(t, m, serve, "--method", "tools/call", "--tool-name", "run_command", "--tool-arg", "skill=table-report",
+			"--tool-arg", "command=python3 scripts/csv_to_json.py sales.csv rows.json")
+		if sc, _ := run["structuredContent"].(map[string]any); run["isError"] == true || sc["ok"] != true {
+			t.Fatalf("run_command csv_to_json: %v", run)
+		}
+		run = runInspectorServe(t, m, serve, "--method", "tools/call", "--tool-name", "run_command", "--tool-arg", "skill=table-report",
+			"--tool-arg", "command=python3 scripts/render_table.py rows.json report.md --column amount --title Sales")
+		if sc, _ := run["structuredContent"].(map[string]any); run["isError"] == true || sc["ok"] != true {
+			t.Fatalf("run_command render_table: %v", run)
+		}
+		got := runInspectorServe(t, m, serve, "--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=report.md")
+		gc, _ := got["content"].([]any)
+		if got["isError"] == true || len(gc) == 0 || !strings.HasPrefix(fmt.Sprint(gc[0].(map[string]any)["text"]), "# Sales\n") {
+			t.Fatalf("read_file report.md: %v", got)
+		}
+		host, err := os.ReadFile(filepath.Join(ws, "report.md"))
+		if err != nil || !strings.Contains(string(host), "total 400") {
+			t.Errorf("report.md on the host: %v %q", err, host)
 		}
 		m.assertClean(t)
 	})

@@ -5,7 +5,10 @@ package skills_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrun/skillrun/tests/internal/hostcheck"
 )
 
 // commandCall is a run_command, write_file or read_file result.
@@ -84,8 +89,10 @@ func entries(dir string) []string {
 // TestMCPCommandsAgentFlow: an Agent-Skills-style skill used over MCP as
 // an agent uses it, with the SDK's client over stdio: read SKILL.md, write
 // an input file, run the skill's scripts with arguments, read the output
-// back; a symlink planted by a command is not followed by read_file; the
-// session's workspace is gone when the session ends. Checked on the host.
+// back; a symlink planted by a command is not followed by read_file; a
+// cancelled command's sandbox goes; a client that goes away mid-command
+// leaves neither the command running nor the session's workspace. Checked
+// on the host.
 func TestMCPCommandsAgentFlow(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		ix := newPyIndex(t)
@@ -174,11 +181,23 @@ func TestMCPCommandsAgentFlow(t *testing.T) {
 			}
 		}
 
-		// The session ends: its workspace goes.
-		cs.Close()
-		for deadline := time.Now().Add(10 * time.Second); len(entries(root)) != 0; time.Sleep(50 * time.Millisecond) {
+		// The client goes away mid-command (stdin closed): the command's
+		// sandbox is killed and the session's workspace goes.
+		go func() {
+			_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "sleep 66.5"}})
+		}()
+		sleeping := func() []hostcheck.Proc {
+			return hostcheck.Procs(func(args []string) bool { return len(args) == 2 && args[0] == "sleep" && args[1] == "66.5" })
+		}
+		for deadline := time.Now().Add(30 * time.Second); len(sleeping()) == 0; time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the session's workspace stayed: %v", entries(root))
+				t.Fatal("the last command never started")
+			}
+		}
+		cs.Close()
+		for deadline := time.Now().Add(10 * time.Second); len(entries(root)) != 0 || len(sleeping()) != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the client went: the session's workspace %v, the command's processes %v", entries(root), sleeping())
 			}
 		}
 	})
@@ -335,5 +354,164 @@ func TestMCPCommandsWarmPython(t *testing.T) {
 		if c.res.ExitCode != 1 || !strings.Contains(c.text(), "ValueError: boom") || strings.Contains(c.text(), "runpy") || strings.Contains(c.text(), "zygote") {
 			t.Errorf("warm python failure: %s", c.text())
 		}
+	})
+}
+
+// TestMCPCommandsHTTPSessionLife: over streamable HTTP with the SDK's
+// client, an agent's use of a skill (SKILL.md, an input file, a script of
+// the skill with arguments, its output read back); with warm command
+// sandboxes (--pool 1, per session): each session's warm sandbox has its
+// own workspace bound and no other (a canary of the other session's,
+// checked from the host); a session beyond --max-sessions is refused with
+// the flag named and gets no workspace; a client that drops its request
+// mid-command has that command's sandbox killed (its process gone, seen
+// on the host); a session no request comes for within --session-timeout
+// ends: its workspace and warm sandboxes go, and its place is free again.
+func TestMCPCommandsHTTPSessionLife(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		root := workspaceRoot(t, m)
+		rec := m.recordIDs()
+		ix := newPyIndex(t)
+		ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+		url, cmd := m.serveHTTP(t, "--watch", "0", "--pool", "1", "--workspace-root", root,
+			"--max-sessions", "2", "--env-cache", envCache(t, m), "--pip-index-url", ix.url())
+		ctx := context.Background()
+		connect := func(url string) *mcp.ClientSession {
+			c, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		var cs [2]*mcp.ClientSession
+		canary := [2]string{"canary-A-" + filepath.Base(root), "canary-B-" + filepath.Base(root)}
+		for i := range cs {
+			cs[i] = connect(url)
+			if c := callCommandTool(t, ctx, cs[i], "write_file", map[string]any{"path": "canary.txt", "content": canary[i]}); c.r.IsError {
+				t.Fatalf("write_file: %s", c.text())
+			}
+			// The session's first command runs cold and starts its pool.
+			if c := callCommandTool(t, ctx, cs[i], "run_command", map[string]any{"command": "cat canary.txt"}); c.r.IsError || !strings.HasPrefix(c.text(), canary[i]) {
+				t.Fatalf("session %d cold command: %s", i, c.text())
+			}
+		}
+		waiting := m.waitContainers(t, "sandbox", 2)
+		time.Sleep(300 * time.Millisecond) // the holders file themselves ready
+		probe := "cat canary.txt; cat ../*/canary.txt /workspace/../*/canary.txt 2>&1; find / -name canary.txt 2>/dev/null | xargs cat 2>/dev/null; echo done"
+		for i := range cs {
+			c := callCommandTool(t, ctx, cs[i], "run_command", map[string]any{"command": probe})
+			if !strings.HasPrefix(c.text(), canary[i]) || !strings.Contains(c.text(), "done") {
+				t.Fatalf("session %d warm probe: %s", i, c.text())
+			}
+			if other := canary[1-i]; strings.Contains(c.text(), other) || strings.Contains(string(c.res.Output), other) {
+				t.Errorf("LEAK: session %d's warm sandbox read the other session's workspace: %s", i, c.text())
+			}
+		}
+		for id := range waiting { // both calls were served warm
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(m.tmp, "state", id)); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the warm sandbox %s did not serve its session's command", id)
+				}
+			}
+		}
+
+		// Session B uses a skill as an agent does: its instructions, an
+		// input file, a script of the skill with arguments, the output.
+		rr, err := cs[1].ReadResource(ctx, &mcp.ReadResourceParams{URI: "skill://table-report/SKILL.md"})
+		if err != nil || !strings.Contains(rr.Contents[0].Text, "scripts/csv_to_json.py") {
+			t.Fatalf("read SKILL.md over HTTP: %v", err)
+		}
+		callCommandTool(t, ctx, cs[1], "write_file", map[string]any{"path": "sales.csv", "content": salesCSV})
+		if c := callCommandTool(t, ctx, cs[1], "run_command", map[string]any{"skill": "table-report",
+			"command": []string{"python3", "scripts/csv_to_json.py", "sales.csv", "rows.json"}}); c.r.IsError || len(c.files) != 1 || c.files[0].Path != "rows.json" {
+			t.Fatalf("run csv_to_json over HTTP: %s", c.text())
+		}
+		if c := callCommandTool(t, ctx, cs[1], "read_file", map[string]any{"path": "rows.json"}); c.r.IsError || !strings.Contains(c.text(), `"north"`) {
+			t.Fatalf("read_file rows.json over HTTP: %s", c.text())
+		}
+
+		// A third session: refused, no workspace made.
+		third := connect(url)
+		if c := callCommandTool(t, ctx, third, "write_file", map[string]any{"path": "x.txt", "content": "x"}); !c.r.IsError || !strings.Contains(c.text(), "--max-sessions 2") {
+			t.Errorf("a session beyond --max-sessions: %s", c.text())
+		}
+		if n := len(entries(root)); n != 2 {
+			t.Errorf("workspaces after the refused session: %v", entries(root))
+		}
+
+		// Session A's client drops a request mid-command.
+		body := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 77.5"}}}`
+		rctx, drop := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs[0].ID())
+		req.Header.Set("MCP-Protocol-Version", cs[0].InitializeResult().ProtocolVersion)
+		go func() {
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		sleeping := func() []hostcheck.Proc {
+			return hostcheck.Procs(func(args []string) bool { return len(args) == 2 && args[0] == "sleep" && args[1] == "77.5" })
+		}
+		for deadline := time.Now().Add(30 * time.Second); len(sleeping()) == 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the dropped request's command never started")
+			}
+		}
+		drop()
+		for deadline := time.Now().Add(5 * time.Second); len(sleeping()) != 0; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command of a dropped request still runs 5 s later: %v", sleeping())
+			}
+		}
+
+		stop := func(c *exec.Cmd) {
+			if err := syscall.Kill(m.serverPid(c), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- c.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the server did not exit on SIGTERM")
+			}
+		}
+		stop(cmd)
+		if left := entries(root); len(left) != 0 {
+			t.Errorf("session workspaces left after SIGTERM: %v", left)
+		}
+
+		// A session no request comes for within --session-timeout ends
+		// (a second server, on the same state root once the first has
+		// gone): its workspace and warm sandboxes go and its place is
+		// free again.
+		idleRoot := workspaceRoot(t, m)
+		idleURL, idleCmd := m.serveHTTP(t, "--watch", "0", "--pool", "1", "--workspace-root", idleRoot,
+			"--session-timeout", "2s", "--max-sessions", "1")
+		idle := connect(idleURL)
+		if c := callCommandTool(t, ctx, idle, "run_command", map[string]any{"command": "touch made"}); c.r.IsError || len(entries(idleRoot)) != 1 {
+			t.Fatalf("idle session's command: %s, workspaces %v", c.text(), entries(idleRoot))
+		}
+		for deadline := time.Now().Add(20 * time.Second); len(entries(idleRoot)) != 0 || len(m.containers("sandbox")) != 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("an idle session stayed: workspaces %v, sandboxes %v", entries(idleRoot), m.containers("sandbox"))
+			}
+		}
+		if c := callCommandTool(t, ctx, connect(idleURL), "write_file", map[string]any{"path": "x.txt", "content": "x"}); c.r.IsError {
+			t.Errorf("a new session after the idle one ended: %s", c.text())
+		}
+		stop(idleCmd)
+		if left := entries(idleRoot); len(left) != 0 {
+			t.Errorf("session workspaces left after SIGTERM: %v", left)
+		}
+		m.assertClean(t)
+		m.assertNoHostLeftovers(t, rec.finish())
 	})
 }
