@@ -141,32 +141,7 @@ func (s *sandbox) idList() []string {
 
 // nsHolders lists what still holds the network namespaces: a process in
 // it, a descriptor of it, or an nsfs mount of it on the host.
-func (s *sandbox) nsHolders() []string {
-	var out []string
-	if len(s.netns) == 0 {
-		return nil
-	}
-	for _, pid := range allPids() {
-		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); s.netns[l] {
-			if st, _, _, ok := hostcheck.ProcStat(pid); ok && st != 'Z' {
-				out = append(out, fmt.Sprintf("process %d in %s", pid, l))
-			}
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); s.netns[l] {
-				out = append(out, fmt.Sprintf("descriptor %s of %d: %s", fd.Name(), pid, l))
-			}
-		}
-	}
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 3 && s.netns[f[3]] {
-			out = append(out, "mount "+line)
-		}
-	}
-	return out
-}
+func (s *sandbox) nsHolders() []string { return hostcheck.NetnsHolders(s.netns) }
 
 // ourGuards lists the live lifetime guards reparented to this test
 // process (the subreaper) once their runner died: each must end once it
