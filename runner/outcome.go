@@ -55,7 +55,7 @@ func (c *container) outcome(ctx context.Context, wall time.Duration, status int,
 		info.Wall = wall
 	}
 	res.ExitCode = info.Status
-	res.Output = parseOutput(c.stdout.Bytes())
+	res.Output, res.OutputDropped = parseOutput(c.stdout.Bytes(), policy.Output)
 	res.Stderr = tail(c.stderr.Bytes())
 	fillUsage(&res, info, wall)
 	fillLimits(&res, policy, info)

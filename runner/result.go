@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // Process exit codes of `skillrun skill run`, one per outcome.
@@ -54,8 +56,13 @@ type Result struct {
 	// ExitCode is the skill's exit status (128+N when killed by signal N),
 	// -1 when it did not run.
 	ExitCode int `json:"exit_code"`
-	// Output is stdout parsed as JSON when it is JSON, else the raw text.
+	// Output is stdout parsed as JSON when it is JSON, else the raw text,
+	// cut so that its JSON string form fits the output limit.
 	Output any `json:"output"`
+	// OutputDropped is how many bytes at the end of a stdout that is not
+	// JSON were left out of Output: escaped (a control byte is 6 bytes
+	// of JSON), the whole would have been larger than the output limit.
+	OutputDropped int64 `json:"output_dropped,omitempty"`
 	// Stderr is the tail of the skill's stderr.
 	Stderr string `json:"stderr"`
 	// StoppedReason says why skillrun stopped or refused the skill:
@@ -215,14 +222,65 @@ func IsInputError(err error) bool {
 	return errors.As(err, &ie)
 }
 
-// parseOutput returns stdout as JSON when it is a JSON document, else as
-// a string.
-func parseOutput(b []byte) any {
+// parseOutput returns stdout as JSON when it is a JSON document whose
+// JSON form in the result fits limit bytes, else as a string cut so that
+// its JSON form, the quotes aside, is at most limit bytes, and how many
+// bytes of b the cut left out.
+func parseOutput(b []byte, limit int64) (out any, dropped int64) {
 	trimmed := trimSpace(b)
-	if len(trimmed) > 0 && json.Valid(trimmed) {
-		return json.RawMessage(trimmed)
+	if len(trimmed) > 0 && json.Valid(trimmed) && rawFits(trimmed, limit) {
+		return json.RawMessage(trimmed), 0
 	}
-	return string(b)
+	n := jsonStringPrefix(b, limit)
+	return string(b[:n]), int64(len(b) - n)
+}
+
+// rawFits reports whether the JSON document b, as the result's encoder
+// writes it (compacted, U+2028 and U+2029 escaped: 6 bytes for 3), is at
+// most limit bytes. Only those escapes make it larger than b.
+func rawFits(b []byte, limit int64) bool {
+	if int64(len(b)) <= limit && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029")) {
+		return true
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, b) != nil {
+		return false
+	}
+	n := int64(c.Len()) + 3*int64(bytes.Count(c.Bytes(), []byte("\u2028"))+bytes.Count(c.Bytes(), []byte("\u2029")))
+	return n <= limit
+}
+
+// jsonStringPrefix is the length of the longest prefix of b, ending at a
+// character (or before an invalid byte), whose JSON string form is at
+// most max bytes without the quotes. Each character is counted at the
+// most an encoder writes for it (with HTML escaping off, as `skill run`
+// prints): \uXXXX (6 bytes) for control bytes, DEL, U+2028, U+2029 and
+// each invalid byte (U+FFFD), two bytes for the quote, the backslash,
+// newline, carriage return and tab.
+func jsonStringPrefix(b []byte, max int64) int {
+	var size int64
+	for i := 0; i < len(b); {
+		c, w, n := b[i], 1, int64(1)
+		switch {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n = 2
+		case c < 0x20 || c == 0x7f:
+			n = 6
+		case c >= utf8.RuneSelf:
+			var r rune
+			r, w = utf8.DecodeRune(b[i:])
+			n = int64(w)
+			if r == utf8.RuneError && w == 1 || r == '\u2028' || r == '\u2029' {
+				n = 6
+			}
+		}
+		if size+n > max {
+			return i
+		}
+		size += n
+		i += w
+	}
+	return len(b)
 }
 
 func trimSpace(b []byte) []byte {

@@ -145,7 +145,10 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		// The helper SIGKILLed while its container runs (two processes:
 		// the init and a child it forked): within a second, both are
 		// gone, judged by pid and start time from the host; the state
-		// says stopped and delete leaves nothing.
+		// says stopped and delete leaves nothing: no state, process,
+		// mount, holder of the container's network namespace (process,
+		// descriptor, nsfs mount), cgroup of its own (as the test user:
+		// the delegated one, when it had one) or guard.
 		marker := "helper-killed-" + uniqueID(t)
 		b := newAllowBundle("/usr/bin/python3", "-c", "import os, time\nif os.fork() == 0: time.sleep(600)\ntime.sleep(600)", marker)
 		c := r.create(b)
@@ -159,6 +162,21 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		if len(procs) != 2 {
 			t.Fatalf("control: want the container's 2 processes on the host, found %v", procs)
 		}
+		// What the container holds, seen from the host before the kill:
+		// its network namespace (its own: the bundle asks for one) and
+		// the cgroups of its init that are not this test's own.
+		netns := hostcheck.Netns(c.pid)
+		if netns == "" || netns == hostcheck.Netns(os.Getpid()) {
+			t.Fatalf("control: the container's init %d has no network namespace of its own (%q)", c.pid, netns)
+		}
+		if len(hostcheck.NetnsHolders(map[string]bool{netns: true})) == 0 {
+			t.Fatalf("control: nothing holds the container's network namespace %s", netns)
+		}
+		cgroups := hostCgroups(c.pid)
+		if u == nil && len(cgroups) == 0 {
+			t.Fatalf("control: the container's init %d has no cgroup of its own", c.pid)
+		}
+		t.Logf("the container's network namespace %s, cgroups of its own %v", netns, cgroups)
 		var ids []hostcheck.ProcID
 		for _, p := range procs {
 			if id, ok := hostcheck.ProcIDOf(p.Pid); ok {
@@ -199,6 +217,20 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		c.waitStatus("stopped", 5*time.Second)
 		r.ok("delete", c.id)
 		assertNoTrace(t, r, c.id, c.pid, b.dir)
+		held := func() []string { return hostcheck.NetnsHolders(map[string]bool{netns: true}) }
+		if !waitFor(2*time.Second, func() bool { return len(held()) == 0 }) {
+			t.Errorf("the container's network namespace %s is still held: %v", netns, held())
+		}
+		for ctrl, d := range cgroups {
+			if _, err := os.Stat(d); !os.IsNotExist(err) {
+				t.Errorf("the container's %s cgroup %s is left behind (%v)", ctrl, d, err)
+			}
+		}
+		// The helper's guard (kept mode), reparented to this test (the
+		// subreaper) by the helper's death, ends once it has killed.
+		if !waitFor(2*time.Second, func() bool { return len(orphanGuards()) == 0 }) {
+			t.Errorf("lifetime guards still running after their egress helper's SIGKILL: %v", orphanGuards())
+		}
 	})
 	t.Run("bad-allowlist", func(t *testing.T) {
 		b := newAllowBundle()
@@ -237,5 +269,29 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 	}
 	if left := newFolders(); len(left) > 0 {
 		t.Errorf("handoff folders left behind: %v", left)
+	}
+}
+
+// orphanGuards lists the live lifetime guards whose parent is this test
+// process (the subreaper): guards whose own runner died.
+func orphanGuards() []hostcheck.Proc {
+	var out []hostcheck.Proc
+	for _, p := range hostcheck.Procs(func(args []string) bool { return len(args) == 2 && args[1] == "__skillrun-guard" }) {
+		if _, ppid, _, ok := hostcheck.ProcStat(p.Pid); ok && ppid == os.Getpid() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every 10 ms for up to d.
+func waitFor(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }

@@ -175,6 +175,9 @@ func writeResult(w io.Writer, res *runner.Result, format string) error {
 			fmt.Fprintf(&b, "output:\n%s\n", terminalSafe(strings.TrimRight(o, "\n")))
 		}
 	}
+	if res.OutputDropped > 0 {
+		fmt.Fprintf(&b, "(%d more bytes of output left out: escaped as JSON, it would exceed the output limit)\n", res.OutputDropped)
+	}
 	if s := strings.TrimRight(res.Stderr, "\n"); s != "" {
 		fmt.Fprintf(&b, "stderr:\n%s\n", terminalSafe(s))
 	}

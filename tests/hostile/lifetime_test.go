@@ -141,32 +141,7 @@ func (s *sandbox) idList() []string {
 
 // nsHolders lists what still holds the network namespaces: a process in
 // it, a descriptor of it, or an nsfs mount of it on the host.
-func (s *sandbox) nsHolders() []string {
-	var out []string
-	if len(s.netns) == 0 {
-		return nil
-	}
-	for _, pid := range allPids() {
-		if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); s.netns[l] {
-			if st, _, _, ok := hostcheck.ProcStat(pid); ok && st != 'Z' {
-				out = append(out, fmt.Sprintf("process %d in %s", pid, l))
-			}
-		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		for _, fd := range fds {
-			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); s.netns[l] {
-				out = append(out, fmt.Sprintf("descriptor %s of %d: %s", fd.Name(), pid, l))
-			}
-		}
-	}
-	data, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) > 3 && s.netns[f[3]] {
-			out = append(out, "mount "+line)
-		}
-	}
-	return out
-}
+func (s *sandbox) nsHolders() []string { return hostcheck.NetnsHolders(s.netns) }
 
 // ourGuards lists the live lifetime guards reparented to this test
 // process (the subreaper) once their runner died: each must end once it
@@ -277,6 +252,9 @@ type killedRunner struct {
 	pid    int
 	marker hostcheck.ProcID
 	sb     *sandbox
+	// pgid is the runner's own process group (startRunnerGroup), 0 when
+	// it shares this test's: killAndCheck then kills the whole group.
+	pgid int
 }
 
 // startRunner starts skillrun with args (stdin, when set, is written and
@@ -285,10 +263,26 @@ type killedRunner struct {
 // marker lives, in a pid namespace of its own, and the runner lives.
 func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...string) *killedRunner {
 	t.Helper()
+	return startRunnerIn(t, m, marker, stdin, false, args...)
+}
+
+// startRunnerGroup is startRunner with the runner (as the test user:
+// runuser and the runner) in a process group of its own, as a shell's
+// job or a supervisor's child is.
+func startRunnerGroup(t *testing.T, m *mode, marker string, args ...string) *killedRunner {
+	t.Helper()
+	return startRunnerIn(t, m, marker, nil, true, args...)
+}
+
+func startRunnerIn(t *testing.T, m *mode, marker string, stdin io.Reader, group bool, args ...string) *killedRunner {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	cmd := m.command(ctx, opts{}, args...)
 	cmd.Stdin = stdin
+	if group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	logf, err := os.CreateTemp(tmpBase, "runner-")
 	if err != nil {
 		t.Fatal(err)
@@ -308,6 +302,9 @@ func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...
 	r := &killedRunner{cmd: cmd, pid: runnerPid(m, cmd), sb: newSandbox()}
 	if r.pid == 0 {
 		t.Fatal("the skillrun process under runuser never appeared")
+	}
+	if group {
+		r.pgid = cmd.Process.Pid
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -333,8 +330,45 @@ func startRunner(t *testing.T, m *mode, marker string, stdin io.Reader, args ...
 		t.Fatalf("control: `sleep %s` runs in the host's pid namespace", marker)
 	case !pidAliveAny(r.pid):
 		t.Fatalf("control: the runner %d is not running", r.pid)
+	case r.pgid != 0 && pgrpOf(r.pid) != r.pgid:
+		t.Fatalf("control: the runner %d is in process group %d, not its own %d", r.pid, pgrpOf(r.pid), r.pgid)
+	case r.pgid != 0 && pgrpOf(r.marker.Pid) == r.pgid:
+		t.Fatalf("control: the sandbox's `sleep %s` is in the runner's process group %d: a kill of the group reaches it directly", marker, r.pgid)
 	}
 	return r
+}
+
+// pgrpOf is pid's process group (0 if unknown).
+func pgrpOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0
+	}
+	pgrp, _ := strconv.Atoi(f[2])
+	return pgrp
+}
+
+// guardsIn lists the lifetime guards of the runner pid (its children)
+// that are in process group pgrp.
+func guardsIn(pid, pgrp int) []int {
+	var out []int
+	for _, p := range allPids() {
+		if a := cmdline(p); len(a) == 2 && a[1] == "__skillrun-guard" {
+			if _, ppid, _, ok := hostcheck.ProcStat(p); ok && ppid == pid && pgrpOf(p) == pgrp {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 func pidAliveAny(pid int) bool {
@@ -342,15 +376,21 @@ func pidAliveAny(pid int) bool {
 	return ok && st != 'Z' && st != 'X'
 }
 
-// killAndCheck SIGKILLs the runner and checks from the host: every
-// process of its sandboxes gone within a second (by pid and start
-// time), then nothing left (state, TMPDIR, mounts, cgroups by container
-// ID, processes naming them, the network namespaces) and its guard gone.
-func (r *killedRunner) killAndCheck(t *testing.T, m *mode, skills ...string) {
+// killAndCheck SIGKILLs the runner (its whole process group when it has
+// its own) and checks from the host: every process of its sandboxes gone
+// within a second (by pid and start time), then nothing left (state,
+// TMPDIR, mounts, cgroups by container ID, processes naming them, the
+// network namespaces) and its guard gone. It returns when the sandboxes'
+// processes were seen gone (zero: not within the second).
+func (r *killedRunner) killAndCheck(t *testing.T, m *mode, skills ...string) (gone time.Time) {
 	t.Helper()
 	r.sb.look(m.root) // what else started meanwhile
 	killed := time.Now()
-	if err := syscall.Kill(r.pid, syscall.SIGKILL); err != nil {
+	if r.pgid != 0 {
+		if err := syscall.Kill(-r.pgid, syscall.SIGKILL); err != nil {
+			t.Fatalf("SIGKILL the runner's process group: %v", err)
+		}
+	} else if err := syscall.Kill(r.pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL the runner: %v", err)
 	}
 	// runuser stops itself when its child stops (a stopped runner).
@@ -358,6 +398,7 @@ func (r *killedRunner) killAndCheck(t *testing.T, m *mode, skills ...string) {
 	if !waitFor(time.Second, func() bool { return len(r.sb.alive()) == 0 }) {
 		t.Errorf("1 s after the runner's SIGKILL, %d of its sandboxes' %d processes still live: %v", len(r.sb.alive()), len(r.sb.procs), r.sb.alive())
 	} else {
+		gone = time.Now()
 		t.Logf("%d sandbox processes (%d containers) gone %s after the runner's SIGKILL", len(r.sb.procs), len(r.sb.ids), time.Since(killed).Round(time.Millisecond))
 	}
 	_ = r.cmd.Wait()
@@ -370,6 +411,7 @@ func (r *killedRunner) killAndCheck(t *testing.T, m *mode, skills ...string) {
 	if !waitFor(2*time.Second, func() bool { return len(ourGuards()) == 0 }) {
 		t.Errorf("lifetime guards still running: %v", ourGuards())
 	}
+	return gone
 }
 
 // TestLifetimeRunnerKilled: skill run, skill exec and sandbox, each
@@ -487,6 +529,68 @@ func TestLifetimeTimeoutRunnerStopped(t *testing.T) {
 				if left := m.leftovers(r.sb.idList(), []string{name}, 2*time.Second); len(left) > 0 {
 					t.Errorf("left behind: %v", left)
 				}
+			})
+		}
+	})
+}
+
+// TestLifetimeRunnerGroupKilled: a supervisor's kill of the runner's whole
+// process group (a shell's job, timeout(1) --kill-after, `kill -9 --
+// -PGID`) does not reach the lifetime guard, which runs in a session of
+// its own. A skill run with a 3 s limit, its group SIGKILLed 1 s in: the
+// sandbox is gone within a second of the kill, well before its deadline
+// (+1 s), and nothing remains. Its group SIGSTOPped instead (the runner
+// and, as the test user, runuser): the skill is still killed at its 3 s
+// deadline (+1 s, the deadline taken from when the skill's process was
+// seen); the group SIGKILLed then leaves nothing. Controls: the
+// runner leads its own group, the sandbox's process is not in it, the
+// guard is not in it either.
+func TestLifetimeRunnerGroupKilled(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		for _, how := range []string{"killed", "stopped-then-killed"} {
+			t.Run(how, func(t *testing.T) {
+				dir, name, marker := sleeperSkill(t, m, "3s")
+				start := time.Now()
+				r := startRunnerGroup(t, m, marker, "skill", "run", dir)
+				if g := guardsIn(r.pid, r.pgid); len(g) > 0 {
+					t.Fatalf("the runner's guards %v are in its process group %d: a kill of the group reaches them", g, r.pgid)
+				}
+				// The skill's clock started before its process was seen:
+				// its deadline is at the latest 3 s after that.
+				deadline := time.Now().Add(3 * time.Second)
+				if how == "killed" {
+					time.Sleep(time.Until(start.Add(time.Second)))
+					if !r.marker.Alive() {
+						t.Fatal("control: the skill died before its runner's group was killed")
+					}
+					gone := r.killAndCheck(t, m, name)
+					if !gone.IsZero() && gone.After(deadline.Add(time.Second)) {
+						t.Errorf("the sandbox's processes were not gone by the 3 s deadline + 1 s (gone %s after the start)", gone.Sub(start).Round(time.Millisecond))
+					}
+					return
+				}
+				if err := syscall.Kill(-r.pgid, syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+				if !waitFor(time.Second, func() bool { st, _, _, _ := hostcheck.ProcStat(r.pid); return st == 'T' }) {
+					t.Fatal("control: the runner is not stopped")
+				}
+				if !waitFor(time.Until(deadline.Add(3*time.Second)), func() bool { return !r.marker.Alive() }) {
+					t.Fatalf("the skill still runs %s after the start of a run with a 3 s limit (its runner's process group stopped); the runner's guards: %v",
+						time.Since(start).Round(time.Millisecond), guardsDescribed(r.pid))
+				}
+				took, late := time.Since(start), time.Since(deadline)
+				t.Logf("the skill was killed %s after the start, %s after its deadline at the latest (limit 3 s, the runner's process group stopped)", took.Round(time.Millisecond), late.Round(time.Millisecond))
+				if took < 3*time.Second {
+					t.Errorf("the skill died %s after the start, before its 3 s limit", took.Round(time.Millisecond))
+				}
+				if late > time.Second {
+					t.Errorf("the skill was killed %s after its 3 s deadline, want within 1 s (the guard's grace is 250 ms)", late.Round(time.Millisecond))
+				}
+				if st, _, _, _ := hostcheck.ProcStat(r.pid); st != 'T' {
+					t.Fatalf("control: the runner is no longer stopped (%c): the runner, not the guard, may have killed it", st)
+				}
+				r.killAndCheck(t, m, name)
 			})
 		}
 	})

@@ -573,6 +573,50 @@ done()
 	})
 }
 
+// TestResultSizeEscapes: a stdout that is not JSON is returned as a JSON
+// string; its escapes (6 bytes for a control byte) cannot grow the
+// printed result past the output limit plus the documented margin. The
+// probe writes the output limit's worth of \x01 bytes (256 KiB), then
+// one byte more (stopped at the limit). Control: the output kept is those
+// bytes, the cut counted in output_dropped.
+func TestResultSizeEscapes(t *testing.T) {
+	probe(t, "res/result-escapes", func(p *P, m *mode) {
+		const limit = 256 << 10
+		sk := pyProbe(p, m, "escapes", `
+sys.stdout.buffer.write(b"\x01" * REQ["n"])
+sys.stdout.flush()
+`, "limits:\n  output: 256Ki\n")
+		for _, tc := range []struct {
+			n        int
+			code     int
+			stopped  string
+			wantCode string
+		}{{limit, 0, "", "0"}, {limit + 1, 7, "output_limit", "7 (output limit)"}} {
+			out := m.run(p, sk, runOpts{input: mustJSON(map[string]any{"n": tc.n})})
+			if out.code != tc.code || !out.parsed || out.res.StoppedReason != tc.stopped {
+				p.Fatalf("%d bytes of \\x01: want exit %s\n%s", tc.n, tc.wantCode, out)
+			}
+			var full struct {
+				Output  string `json:"output"`
+				Dropped int64  `json:"output_dropped"`
+			}
+			if err := json.Unmarshal([]byte(out.stdout), &full); err != nil {
+				p.Fatalf("the result: %v", err)
+			}
+			p.Logf("%d bytes of \\x01 written: result %d bytes (output limit %d), %d kept, output_dropped %d", tc.n, len(out.stdout), limit, len(full.Output), full.Dropped)
+			if len(out.stdout) > limit+resultMargin {
+				p.Errorf("LEAK: %d bytes of \\x01 written: the result is %d bytes, bound: the 256 KiB output limit + %d", tc.n, len(out.stdout), resultMargin)
+			}
+			if full.Output != strings.Repeat("\x01", len(full.Output)) || len(full.Output) < limit/6-1 {
+				p.Errorf("control: the output kept is %d bytes, want at least %d bytes of \\x01", len(full.Output), limit/6-1)
+			}
+			if want := int64(min(tc.n, limit) - len(full.Output)); full.Dropped != want {
+				p.Errorf("output_dropped %d, want %d", full.Dropped, want)
+			}
+		}
+	})
+}
+
 // TestEgressConnTotal: past 4096 connections to hosts in a run, the next
 // ones are refused and never reach the origin. Control: the first 4096
 // do (the origin's own accept count).

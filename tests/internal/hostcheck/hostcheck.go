@@ -273,3 +273,45 @@ func (p ProcID) Alive() bool {
 	st, _, start, ok := ProcStat(p.Pid)
 	return ok && start == p.Start && st != 'Z' && st != 'X'
 }
+
+// Netns is pid's network namespace as /proc shows it ("net:[INODE]"), ""
+// when it cannot be read.
+func Netns(pid int) string {
+	l, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	return l
+}
+
+// NetnsHolders lists what still holds one of the network namespaces
+// netns ("net:[INODE]", as Netns gives them): a live process in it, a
+// descriptor of it, or an nsfs mount of it on the host.
+func NetnsHolders(netns map[string]bool) []string {
+	if len(netns) == 0 {
+		return nil
+	}
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l := Netns(pid); netns[l] {
+			if st, _, _, ok := ProcStat(pid); ok && st != 'Z' {
+				out = append(out, fmt.Sprintf("process %d in %s", pid, l))
+			}
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); netns[l] {
+				out = append(out, fmt.Sprintf("descriptor %s of %d: %s", fd.Name(), pid, l))
+			}
+		}
+	}
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && netns[f[3]] {
+			out = append(out, "mount "+line)
+		}
+	}
+	return out
+}
