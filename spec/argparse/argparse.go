@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Arg is one inferred argparse argument.
@@ -23,7 +24,10 @@ type Arg struct {
 	Required bool `json:"required,omitempty"`
 }
 
-var addArgumentRE = regexp.MustCompile(`\.add_argument\s*\(`)
+// addArgumentRE is compiled at its first use, not at package init (every
+// skillrun process pays the inits of what it links; a leaf, this package
+// does not import internal/lazyre).
+var addArgumentRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.add_argument\s*\(`) })
 
 // Infer finds argparse add_argument calls in Python source and
 // returns the arguments and a JSON Schema of the equivalent input object.
@@ -36,7 +40,7 @@ func Infer(src []byte) (args []Arg, schema json.RawMessage, ok bool) {
 	props := map[string]any{}
 	var required []string
 	seen := map[string]bool{}
-	for _, loc := range addArgumentRE.FindAllStringIndex(text, -1) {
+	for _, loc := range addArgumentRE().FindAllStringIndex(text, -1) {
 		callArgs, good := splitCall(text[loc[1]:])
 		if !good {
 			continue
