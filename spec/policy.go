@@ -238,7 +238,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	p.Writable = append([]string(nil), m.Filesystem.Writable...)
 	if o.exec != nil {
 		if len(o.exec.Args) == 0 {
-			return nil, fmt.Errorf("command: empty: give the command to run")
+			return nil, errEmptyCommand
 		}
 		cwd, err := execCwd(s, p, o.exec)
 		if err != nil {

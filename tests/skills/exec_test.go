@@ -236,6 +236,36 @@ func TestExecBadInput(t *testing.T) {
 			}
 			m.assertClean(t)
 		}
+
+		// A skill with dependencies and nothing built yet: a bad --cwd or
+		// --with is refused before the environment is built (no request
+		// reaches the index, no cache folder is made).
+		deps := m.example("table-report")
+		for _, c := range []struct {
+			flags []string
+			want  string
+		}{
+			{[]string{"--cwd", "/etc"}, "--cwd"},
+			{[]string{"--cwd", "/workspace"}, "--cwd"}, // no workspace granted
+			{[]string{"--with", "https://example.com/x.whl"}, "--with"},
+		} {
+			ix := newPyIndex(t)
+			ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+			cache := envCache(t, m)
+			args := append([]string{"skill", "exec", "--env-cache", cache, "--pip-index-url", ix.url()}, c.flags...)
+			res := m.run(t, "", append(args, deps, "--", "true")...)
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			if res.code != 2 || !strings.Contains(res.stderr, c.want) || len(lines) != 1 {
+				t.Errorf("want exit 2 and one line naming %s\n%s", c.want, res)
+			}
+			if n := ix.requests(); n != 0 {
+				t.Errorf("%s: the index saw %d requests: the environment was built before the refusal\n%s", c.want, n, res)
+			}
+			if _, err := os.Stat(cache); err == nil {
+				t.Errorf("%s: the refusal made the cache %s", c.want, cache)
+			}
+			m.assertClean(t)
+		}
 	})
 }
 
