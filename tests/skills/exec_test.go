@@ -295,10 +295,17 @@ func TestSandboxContainment(t *testing.T) {
 		if m.user != nil {
 			os.Chown(canaryFile, m.uid, m.gid)
 		}
-		shadow, _ := os.ReadFile("/etc/shadow")
+		// The control: the host's shadow file has content to leak (as
+		// root the test reads it). Its hashes may all be "*" or "!", so
+		// the proof is its whole lines absent from the output and cat's
+		// failure, not only the hashes.
+		shadow, err := os.ReadFile("/etc/shadow")
+		if os.Geteuid() == 0 && (err != nil || len(strings.TrimSpace(string(shadow))) == 0) {
+			t.Fatalf("control: the host's /etc/shadow is not readable as root or empty (%v): nothing to prove", err)
+		}
 
 		// The process is the workspace's; the probe's stdout is checked.
-		probe := fmt.Sprintf("cat /etc/shadow; cat %s; echo \"secret=[$SKILLRUN_CANARY]\"; env; touch /usr/skillrun-pwned /etc/skillrun-pwned %s/skillrun-pwned; echo done > out.txt", canaryFile, home)
+		probe := fmt.Sprintf("cat /etc/shadow; echo \"shadow-status=$?\"; cat %s; echo \"secret=[$SKILLRUN_CANARY]\"; env; touch /usr/skillrun-pwned /etc/skillrun-pwned %s/skillrun-pwned; echo done > out.txt", canaryFile, home)
 		r, res := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "sh", "-c", probe)
 		out := string(r.Output) + r.Stderr
 		if !strings.Contains(out, "secret=[]") {
@@ -310,9 +317,12 @@ func TestSandboxContainment(t *testing.T) {
 		if strings.Contains(out, "canary-7f3a9") {
 			t.Errorf("LEAK: the caller's SKILLRUN_CANARY reached the command\n%s", res)
 		}
+		if !strings.Contains(out, "shadow-status=") || strings.Contains(out, "shadow-status=0") {
+			t.Errorf("LEAK: cat /etc/shadow succeeded in the sandbox (or did not run)\n%s", res)
+		}
 		for _, l := range strings.Split(string(shadow), "\n") {
-			if f := strings.SplitN(l, ":", 3); len(f) == 3 && len(f[1]) > 3 && strings.Contains(out, f[1]) {
-				t.Errorf("LEAK: a hash of the host's /etc/shadow was read")
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && (strings.Contains(out, l) || len(f[1]) > 3 && strings.Contains(out, f[1])) {
+				t.Errorf("LEAK: the host's /etc/shadow was read (%s's entry)", f[0])
 			}
 		}
 		for _, p := range []string{"/usr/skillrun-pwned", "/etc/skillrun-pwned", filepath.Join(home, "skillrun-pwned")} {
