@@ -3,15 +3,21 @@
 package skills_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -443,4 +449,123 @@ func TestPeakMemoryIsTheProgram(t *testing.T) {
 			t.Errorf("sh -c true peaked at %d bytes: the runtime's init is counted\n%s", idle.Usage.PeakMemoryBytes, res)
 		}
 	})
+}
+
+// TestExecRawSignalAndStreaming: --format raw (skill exec's option,
+// sandbox's default) exits 128+N when the command is killed by signal N,
+// a fault of its own (SIGSEGV: 139) or SIGKILL sent from the host (137),
+// and streams stdout and stderr as they come: the first lines reach the
+// caller's pipes while the command still sleeps before its last line.
+// The command is PID 1 of the sandbox's PID namespace, so a signal it
+// sends itself with the default action (sh -c 'kill -TERM $$') is
+// ignored, as in any container without an init; those are not tested.
+func TestExecRawSignalAndStreaming(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		sk := m.example("release-notes")
+		verbs := map[string][]string{
+			"skill exec": {"skill", "exec", "--format", "raw", sk, "--"},
+			"sandbox":    {"sandbox", "--workspace", workspace(t, m, nil), "--"},
+		}
+		segv := []string{"python3", "-c", "import ctypes, resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); ctypes.string_at(0)"}
+		for verb, pre := range verbs {
+			res := m.run(t, "", append(pre, segv...)...)
+			if res.code != 139 || !strings.Contains(res.stderr, "signal 11") {
+				t.Errorf("%s: a segfault: want exit 139 and the signal named\n%s", verb, res)
+			}
+			m.assertClean(t)
+
+			// SIGKILL from the host to the sandbox's command, found in
+			// /proc by its unique arguments.
+			var b [4]byte
+			rand.Read(b[:])
+			secs := fmt.Sprintf("30.%d", 1000+int(b[0])<<8|int(b[1]))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			cmd := m.commandContext(ctx, append(pre, "sleep", secs)...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			pid := waitProc(t, []string{"sleep", secs}, 20*time.Second)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			cmd.Wait()
+			cancel()
+			if code := cmd.ProcessState.ExitCode(); pid <= 0 || code != 137 {
+				t.Errorf("%s: SIGKILL from the host (pid %d): exit %d, want 137\nstderr: %s", verb, pid, code, errb.String())
+			}
+			m.assertClean(t)
+
+			// Streaming: out1 and err1, then 2 s of sleep, then out2.
+			ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+			cmd = m.commandContext(ctx, append(pre, "sh", "-c", "echo out1; echo err1 >&2; sleep 2; echo out2")...)
+			stdout, _ := cmd.StdoutPipe()
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			type line struct {
+				text string
+				at   time.Time
+			}
+			lines := func(r io.Reader) chan []line {
+				ch := make(chan []line, 1)
+				go func() {
+					var got []line
+					sc := bufio.NewScanner(r)
+					for sc.Scan() {
+						got = append(got, line{sc.Text(), time.Now()})
+					}
+					ch <- got
+				}()
+				return ch
+			}
+			outc, errc := lines(stdout), lines(stderr)
+			outs, errs := <-outc, <-errc
+			cmd.Wait()
+			ended := time.Now()
+			cancel()
+			var errLines []line
+			for _, l := range errs {
+				if !strings.HasPrefix(l.text, "skillrun: warning:") {
+					errLines = append(errLines, l)
+				}
+			}
+			if cmd.ProcessState.ExitCode() != 0 || len(outs) != 2 || outs[0].text != "out1" || outs[1].text != "out2" || len(errLines) != 1 || errLines[0].text != "err1" {
+				t.Errorf("%s: want exit 0, out1 and out2 on stdout, err1 on stderr: exit %d, %v, %v", verb, cmd.ProcessState.ExitCode(), outs, errs)
+			} else {
+				// Buffered output would arrive at the end, with out2.
+				if d := outs[1].at.Sub(outs[0].at); d < time.Second {
+					t.Errorf("%s: stdout not streamed: out1 arrived %v before out2 (the command slept 2 s between them)", verb, d)
+				}
+				if d := ended.Sub(errLines[0].at); d < time.Second {
+					t.Errorf("%s: stderr not streamed: err1 arrived %v before the command ended (it slept 2 s after it)", verb, d)
+				}
+			}
+			m.assertClean(t)
+		}
+	})
+}
+
+// waitProc finds the host pid of the process whose argv is exactly argv,
+// waiting up to d; 0 when none appeared.
+func waitProc(t *testing.T, argv []string, d time.Duration) int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+				return pid
+			}
+		}
+	}
+	return 0
 }
