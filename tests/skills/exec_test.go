@@ -33,8 +33,9 @@ type execResult struct {
 	Notes         []string `json:"notes"`
 	MissingModule string   `json:"missing_module"`
 	Environment   *struct {
-		Key   string `json:"key"`
-		Built bool   `json:"built"`
+		Key   string   `json:"key"`
+		Built bool     `json:"built"`
+		Node  []string `json:"node"`
 	} `json:"environment"`
 }
 
@@ -568,4 +569,60 @@ func waitProc(t *testing.T, argv []string, d time.Duration) int {
 		}
 	}
 	return 0
+}
+
+// TestExecNode: the Node side of skill exec and sandbox, host-verified. A
+// module that is not installed is named in the result with how to add it
+// (no registry needed); a skill keeping its package.json in scripts/ runs
+// its script with the package from the registry (through the allowlist);
+// sandbox --with npm:NAME@VERSION adds a package without a skill. One
+// small package (is-number), built once per environment.
+func TestExecNode(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		r, res := m.execJSON(t, 3, "", "sandbox", "--format", "json", "--workspace", ws, "--", "node", "-e", "require('left-pad')")
+		if r.MissingModule != "left-pad" || !strings.Contains(r.Error, "--with npm:left-pad@VERSION") || !strings.Contains(r.Error, "package.json") {
+			t.Fatalf("want the missing Node module named with how to add it\n%s", res)
+		}
+
+		npmReachable(t)
+		cache := envCache(t, m)
+		flags := append([]string{"--env-cache", cache}, caFlags()...)
+		sk := depsSkill(t, "nodescripts", map[string]string{
+			"scripts/package.json": `{"name":"nodescripts","version":"1.0.0","dependencies":{"is-number":"7.0.0"}}`,
+			"scripts/check.js": `const isNumber = require('is-number');
+console.log(JSON.stringify({ arg: isNumber(process.argv[2]), word: isNumber('x'), where: require.resolve('is-number') }));
+`,
+		})
+		args := append(append([]string{"skill", "exec", "--workspace", ws}, flags...), sk, "--", "node", "scripts/check.js", "7")
+		r, res = m.execJSON(t, 0, "", args...)
+		var out struct {
+			Arg, Word bool
+			Where     string
+		}
+		if err := json.Unmarshal(r.Output, &out); err != nil || !out.Arg || out.Word || out.Where != "/node_modules/is-number/index.js" {
+			t.Fatalf("want is-number from /node_modules in scripts/check.js: %v\n%s", err, res)
+		}
+		if r.Environment == nil || !r.Environment.Built || strings.Join(r.Environment.Node, ",") != "is-number@7.0.0" {
+			t.Fatalf("want the environment of scripts/package.json built\n%s", res)
+		}
+		if strings.Join(r.Command, " ") != "node /skill/scripts/check.js 7" || r.Cwd != "/workspace" {
+			t.Errorf("want the script resolved in /skill, run from /workspace\n%s", res)
+		}
+		// The skill's environment has is-number only.
+		r, res = m.execJSON(t, 3, "", append(append([]string{"skill", "exec"}, flags...), sk, "--", "node", "-e", "require('left-pad')")...)
+		if r.MissingModule != "left-pad" || r.Environment == nil || r.Environment.Built {
+			t.Errorf("want the prepared environment reused and left-pad named\n%s", res)
+		}
+
+		// sandbox --with npm:NAME@VERSION: the package without a skill,
+		// built in a cache of its own (the same packages in the skill's
+		// cache would share its environment).
+		args = append(append([]string{"sandbox", "--format", "json", "--workspace", ws, "--env-cache", envCache(t, m)}, caFlags()...),
+			"--with", "npm:is-number@7.0.0", "--", "node", "-e", "console.log(require('is-number')(5))")
+		r, res = m.execJSON(t, 0, "", args...)
+		if strings.TrimSpace(string(r.Output)) != "true" || r.Environment == nil || !r.Environment.Built || strings.Join(r.Environment.Node, ",") != "is-number@7.0.0" {
+			t.Fatalf("want is-number from --with npm:is-number@7.0.0\n%s", res)
+		}
+	})
 }
