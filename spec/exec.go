@@ -55,15 +55,20 @@ func execCwd(s *Skill, p *Policy, e *Exec) (string, error) {
 		return ScratchMount, nil
 	}
 	c := e.Cwd
+	// A sandbox without a skill (Bare) has no /skill to start in.
+	folders := SkillMount + " or " + WorkspaceMount
+	if s.Dir == "" {
+		folders = WorkspaceMount
+	}
 	if !path.IsAbs(c) || path.Clean(c) != c {
-		return "", fmt.Errorf("--cwd: %q must be a clean absolute path inside %s or %s", c, SkillMount, WorkspaceMount)
+		return "", fmt.Errorf("--cwd: %q must be a clean absolute path inside %s", c, folders)
 	}
 	under := func(root string) bool { return c == root || strings.HasPrefix(c, root+"/") }
 	switch {
 	case under(WorkspaceMount) && p.Workspace != "":
 	case under(SkillMount) && s.Dir != "":
 	default:
-		return "", fmt.Errorf("--cwd: %q is not inside %s or %s (the only folders a command may start in)", c, SkillMount, WorkspaceMount)
+		return "", fmt.Errorf("--cwd: %q is not inside %s (where a command may start)", c, folders)
 	}
 	return c, nil
 }
