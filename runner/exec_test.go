@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -102,6 +104,54 @@ func TestPythonWarmable(t *testing.T) {
 	} {
 		if got := PythonWarmable(strings.Fields(args)); got != want {
 			t.Errorf("PythonWarmable(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
+
+// countingDeps is a DepsProvider that counts Acquire calls and builds
+// nothing.
+type countingDeps struct{ acquired int }
+
+func (d *countingDeps) Acquire(context.Context, *spec.Skill) (*spec.DepsEnv, *EnvInfo, func(), error) {
+	d.acquired++
+	return nil, nil, nil, errors.New("no environment in this test")
+}
+
+// TestExecBadCwdBeforeDeps: a --cwd outside the sandbox's folders is
+// refused as bad input before the skill's dependency environment is
+// acquired (built or downloaded); a good one goes on to acquire it (the
+// control).
+func TestExecBadCwdBeforeDeps(t *testing.T) {
+	sk := load(t, "table-report")
+	if sk.Deps.Empty() {
+		t.Fatal("table-report declares no dependencies")
+	}
+	tmp := t.TempDir()
+	for _, c := range []struct {
+		cwd, ws string
+		bad     bool
+	}{
+		{"/etc", "", true},
+		{"/skill/../etc", "", true},
+		{"/workspace", "", true}, // no workspace granted
+		{"/skill/scripts", "", false},
+		{"/workspace", tmp, false},
+	} {
+		deps := &countingDeps{}
+		rt := &fakeRT{behave: exited("", "", 0, true)}
+		opts := Options{Grants: spec.Grants{Workspace: c.ws}, TempDir: tmp, Deps: deps,
+			Exec: &Exec{Exec: spec.Exec{Args: []string{"true"}, Cwd: c.cwd}}}
+		_, err := Run(context.Background(), rt, sk, nil, opts)
+		switch {
+		case c.bad && (!IsInputError(err) || !strings.Contains(err.Error(), "--cwd")):
+			t.Errorf("--cwd %s: err = %v, want an InputError naming --cwd", c.cwd, err)
+		case c.bad && deps.acquired != 0:
+			t.Errorf("--cwd %s: the dependency environment was acquired before the refusal", c.cwd)
+		case !c.bad && deps.acquired != 1:
+			t.Errorf("--cwd %s (control): acquired %d times, err %v", c.cwd, deps.acquired, err)
+		}
+		if rt.runs != 0 {
+			t.Errorf("--cwd %s: runtime called", c.cwd)
 		}
 	}
 }

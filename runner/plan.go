@@ -57,6 +57,11 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 	}
 	if opts.Exec != nil {
 		e := opts.Exec.Exec
+		// A bad --cwd is refused before the dependency environment is
+		// built (Resolve, after it, checks again).
+		if err := spec.CheckExec(sk, ws, e); err != nil {
+			return nil, &InputError{Err: err}
+		}
 		e.Args, p.note = resolveScript(sk, ws, e)
 		p.exec = &e
 		p.sopts = append(p.sopts, spec.WithExec(e))

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -54,15 +55,20 @@ func execCwd(s *Skill, p *Policy, e *Exec) (string, error) {
 		return ScratchMount, nil
 	}
 	c := e.Cwd
+	// A sandbox without a skill (Bare) has no /skill to start in.
+	folders := SkillMount + " or " + WorkspaceMount
+	if s.Dir == "" {
+		folders = WorkspaceMount
+	}
 	if !path.IsAbs(c) || path.Clean(c) != c {
-		return "", fmt.Errorf("--cwd: %q must be a clean absolute path inside %s or %s", c, SkillMount, WorkspaceMount)
+		return "", fmt.Errorf("--cwd: %q must be a clean absolute path inside %s", c, folders)
 	}
 	under := func(root string) bool { return c == root || strings.HasPrefix(c, root+"/") }
 	switch {
 	case under(WorkspaceMount) && p.Workspace != "":
 	case under(SkillMount) && s.Dir != "":
 	default:
-		return "", fmt.Errorf("--cwd: %q is not inside %s or %s (the only folders a command may start in)", c, SkillMount, WorkspaceMount)
+		return "", fmt.Errorf("--cwd: %q is not inside %s (where a command may start)", c, folders)
 	}
 	return c, nil
 }
@@ -73,6 +79,22 @@ func CheckExecCwd(s *Skill, p *Policy, cwd string) error {
 	_, err := execCwd(s, p, &Exec{Cwd: cwd})
 	return err
 }
+
+// CheckExec checks e before anything is built or started for it: a
+// command to run, and a working directory inside the sandbox's folders,
+// workspace being the granted workspace folder ("" when none). Resolve
+// checks the same; a caller runs this first so that a bad --cwd is
+// refused before the skill's dependency environment is built.
+func CheckExec(s *Skill, workspace string, e Exec) error {
+	if len(e.Args) == 0 {
+		return errEmptyCommand
+	}
+	_, err := execCwd(s, &Policy{Workspace: workspace}, &e)
+	return err
+}
+
+// errEmptyCommand refuses an exec without a command.
+var errEmptyCommand = errors.New("command: empty: give the command to run")
 
 // execRunsNode reports whether the exec'd command is Node.js (its memory
 // fallback is RLIMIT_DATA: V8 reserves address space it never touches).

@@ -129,3 +129,35 @@ func TestDepsInScripts(t *testing.T) {
 		t.Errorf("both places: %v", err)
 	}
 }
+
+// TestBareNoManifestWords: a sandbox without a skill has no sandbox.yaml
+// and no /skill: the operator's grants are not "beyond the manifest" (no
+// warning names one) and a --cwd outside /workspace is refused naming
+// /workspace alone.
+func TestBareNoManifestWords(t *testing.T) {
+	ws := t.TempDir()
+	for _, g := range []Grants{
+		{Workspace: ws, AllowHosts: []string{"example.com:443"}, Env: map[string]string{"K": "v"}},
+		{Workspace: ws, Network: NetworkHost},
+		{Workspace: ws, Network: NetworkAllow},
+	} {
+		p, err := Resolve(Bare(), WithGrants(g), WithExec(Exec{Args: []string{"true"}}))
+		if err != nil {
+			t.Fatalf("%+v: %v", g, err)
+		}
+		for _, w := range p.Warnings {
+			if strings.Contains(w, ManifestFile) || strings.Contains(w, "skill") {
+				t.Errorf("%+v: warning %q speaks of a skill or its manifest", g, w)
+			}
+		}
+	}
+	err := CheckExec(Bare(), ws, Exec{Args: []string{"true"}, Cwd: SkillMount})
+	if err == nil || strings.Contains(err.Error(), "inside "+SkillMount) || !strings.Contains(err.Error(), WorkspaceMount) {
+		t.Errorf("--cwd /skill in a sandbox without a skill: %v", err)
+	}
+	// A skill's sandbox names both (the control).
+	sk := &Skill{Name: "s", Dir: t.TempDir()}
+	if err := CheckExec(sk, "", Exec{Args: []string{"true"}, Cwd: "/etc"}); err == nil || !strings.Contains(err.Error(), SkillMount+" or "+WorkspaceMount) {
+		t.Errorf("--cwd /etc in a skill's sandbox: %v", err)
+	}
+}

@@ -209,7 +209,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 		if reservedEnv[k] {
 			return nil, fmt.Errorf("--env: %s is set by the sandbox and cannot be overridden", k)
 		}
-		if !declared[k] {
+		if !declared[k] && s.Dir != "" { // a sandbox without a skill (Bare) declares nothing
 			p.Warnings = append(p.Warnings, fmt.Sprintf("--env %s grants a variable %s does not declare", k, ManifestFile))
 		}
 		p.Env[k] = o.grants.Env[k]
@@ -238,7 +238,7 @@ func resolve(s *Skill, o *options) (*Policy, error) {
 	p.Writable = append([]string(nil), m.Filesystem.Writable...)
 	if o.exec != nil {
 		if len(o.exec.Args) == 0 {
-			return nil, fmt.Errorf("command: empty: give the command to run")
+			return nil, errEmptyCommand
 		}
 		cwd, err := execCwd(s, p, o.exec)
 		if err != nil {
@@ -299,7 +299,7 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 			return &PolicyError{Field: "--allow-host", Reason: "--network=host already grants the whole host network; use --allow-host without it"}
 		}
 		p.Network = NetworkHost
-		if len(declared) == 0 {
+		if len(declared) == 0 && s.Dir != "" {
 			p.Warnings = append(p.Warnings, "--network=host grants full host network to a skill that declares no network hosts")
 		}
 		return nil
@@ -325,7 +325,7 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 		}
 		have[r] = true
 		granted = append(granted, r)
-		if !isDeclared[r] {
+		if !isDeclared[r] && s.Dir != "" {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-host %s grants a host %s does not declare", r, ManifestFile))
 		}
 	}
@@ -339,7 +339,11 @@ func resolveNetwork(s *Skill, m *Manifest, o *options, p *Policy) error {
 				"skill %q needs network access to %s (%s network.hosts) and none was granted; grant those hosts with --network allow (or some of them with --allow-host HOST:PORT)",
 				s.Name, strings.Join(hosts, ", "), ManifestFile)}
 		}
-		if o.grants.Network == NetworkAllow {
+		switch {
+		case o.grants.Network != NetworkAllow:
+		case s.Dir == "":
+			p.Warnings = append(p.Warnings, "--network allow grants no host without --allow-host HOST:PORT")
+		default:
 			p.Warnings = append(p.Warnings, "--network allow: the skill declares no network hosts, so it gets none")
 		}
 		if len(o.grants.Resolve) > 0 {

@@ -340,6 +340,20 @@ func TestEveryVerbHelp(t *testing.T) {
 			if regexp.MustCompile(`\(default: [^)]*\) \(default:`).MatchString(r.stdout) {
 				t.Errorf("%v --help: a flag says its default twice:\n%s", path, r.stdout)
 			}
+			// sandbox has no skill: no /skill, no sandbox.yaml, no
+			// manifest defaults (skill exec, sharing its flags, has them).
+			switch strings.Join(path, " ") {
+			case "sandbox":
+				for _, no := range []string{`/skill\b`, `sandbox\.yaml`, `manifest`, `the skill`} {
+					if regexp.MustCompile(no).MatchString(r.stdout) {
+						t.Errorf("sandbox --help mentions %q, which does not apply to it:\n%s", no, r.stdout)
+					}
+				}
+			case "skill exec":
+				if !strings.Contains(r.stdout, "inside /workspace or /skill") || !strings.Contains(r.stdout, "the hosts sandbox.yaml declares") {
+					t.Errorf("skill exec --help lost its own words:\n%s", r.stdout)
+				}
+			}
 			walk(path, c.Subcommands)
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,8 +26,8 @@ stay out.
 --format raw (default) streams the command's output and exits with its
 status (128+N when killed by signal N); --format json prints the result
 envelope and exits as "skill run" does.`,
-		Flags: append(execFlags("raw"), append(policyFlags(), append(depsFlags(),
-			&cli.BoolFlag{Name: "no-prepare", Usage: "never build a missing environment for --with (fail instead)"})...)...),
+		Flags: forSandbox(append(execFlags("raw"), append(policyFlags(), append(depsFlags(),
+			&cli.BoolFlag{Name: "no-prepare", Usage: "never build a missing environment for --with (fail instead)"})...)...)),
 		Action: func(c *cli.Context) error {
 			argv := c.Args().Slice()
 			if len(argv) > 0 && argv[0] == "--" {
@@ -65,4 +66,44 @@ envelope and exits as "skill run" does.`,
 			return e.execIn(c, rt, sk, opts, argv, format, "sandbox")
 		},
 	}
+}
+
+// sandboxUsage is what sandbox says of the flags it shares with the skill
+// verbs where their words do not apply: it has no skill (no /skill, no
+// sandbox.yaml).
+var sandboxUsage = map[string]string{
+	"cwd":          "working directory, /workspace or a folder inside it (default: /workspace)",
+	"network":      "network grant: none or allow (loopback only, plus the --allow-host hosts: no skill declares any) or host (FULL host network, unfiltered)",
+	"allow-host":   "grant HOST:PORT or *.DOMAIN:PORT through the allowlist (repeatable; nothing else is reachable)",
+	"output-limit": "cap on stdout and stderr each; the command is killed past it",
+	"workspace":    "host folder bound writable at /workspace (default: the current folder)",
+	"with":         "add a package to the sandbox's environment: a pip requirement (name==1.2) or npm:NAME@VERSION (repeatable; part of the environment's key)",
+}
+
+// forSandbox rewords flags shared with the skill verbs for sandbox (see
+// sandboxUsage); the defaults are the built-in ones, with no manifest to
+// come first.
+func forSandbox(flags []cli.Flag) []cli.Flag {
+	for _, f := range flags {
+		var usage, def *string
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			usage, def = &f.Usage, &f.DefaultText
+		case *cli.StringSliceFlag:
+			usage, def = &f.Usage, &f.DefaultText
+		case *cli.Float64Flag:
+			usage, def = &f.Usage, &f.DefaultText
+		case *cli.Int64Flag:
+			usage, def = &f.Usage, &f.DefaultText
+		case *cli.DurationFlag:
+			usage, def = &f.Usage, &f.DefaultText
+		default:
+			continue
+		}
+		if u, ok := sandboxUsage[f.Names()[0]]; ok {
+			*usage = u
+		}
+		*def = strings.TrimPrefix(*def, "manifest, else ")
+	}
+	return flags
 }

@@ -72,16 +72,29 @@ func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 }
 
 // loadSkillDir loads the skill in dir, with the command's --with
-// packages; an invalid skill is bad input (exit 2).
+// packages; an invalid skill is bad input (exit 2). Its deviations from
+// the Agent Skills specification are logged as warnings (warnSkill).
 func (e *env) loadSkillDir(c *cli.Context, dir string) (*spec.Skill, error) {
 	sk, err := spec.Load(dir)
 	if err != nil {
 		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}
+	e.warnSkill(sk)
 	if err := e.withPackages(c, sk); err != nil {
 		return nil, err
 	}
 	return sk, nil
+}
+
+// warnSkill logs the skill's deviations from the Agent Skills
+// specification that do not touch the sandbox (spec.Skill.Warnings), one
+// warning each, on stderr or --log (never stdout): the verbs that run,
+// serve, bundle or prepare a skill accept them; skill validate --strict
+// refuses them.
+func (e *env) warnSkill(sk *spec.Skill) {
+	for _, w := range sk.Warnings {
+		e.log.Warn(fmt.Sprintf("skill %q: %s", sk.Name, w))
+	}
 }
 
 // policyFlags are the operator's grants and overrides, shared by bundle

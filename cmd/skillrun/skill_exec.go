@@ -64,6 +64,7 @@ exits with its status (128+N when killed by signal N).`,
 			if err != nil {
 				return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", args[0], oneLine(err)))
 			}
+			e.warnSkill(sk)
 			if err := e.withPackages(c, sk); err != nil {
 				return err
 			}
@@ -84,9 +85,6 @@ exits with its status (128+N when killed by signal N).`,
 // execIn runs the command argv in sk's sandbox (spec.Bare's for sandbox)
 // and renders the result as format asks.
 func (e *env) execIn(c *cli.Context, rt runtime.Runtime, sk *spec.Skill, opts runner.Options, argv []string, format, verb string) error {
-	for _, w := range sk.Warnings {
-		e.log.Warn(fmt.Sprintf("skill %q: %s", sk.Name, w))
-	}
 	x := &runner.Exec{Exec: spec.Exec{Args: argv, Cwd: c.String("cwd")}}
 	if !isTerminal(e.stdin) {
 		x.Stdin = e.stdin

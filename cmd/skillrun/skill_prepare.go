@@ -143,6 +143,7 @@ those of the skills named as DIR). Prints one JSON line per skill.`,
 				if err != nil {
 					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
 				}
+				e.warnSkill(sk)
 				if err := e.withPackages(c, sk); err != nil {
 					return err
 				}

@@ -54,6 +54,17 @@ func (ix *pyIndex) downloads(name, ver string) int {
 	return ix.got["/simple/"+name+"/"+wheelName(name, ver)]
 }
 
+// requests counts every request the index answered.
+func (ix *pyIndex) requests() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	n := 0
+	for _, c := range ix.got {
+		n += c
+	}
+	return n
+}
+
 func wheelName(name, ver string) string { return fmt.Sprintf("%s-%s-py3-none-any.whl", name, ver) }
 
 // addWheel builds a pure-Python wheel of package name with __init__.py

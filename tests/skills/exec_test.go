@@ -3,15 +3,21 @@
 package skills_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +33,9 @@ type execResult struct {
 	Notes         []string `json:"notes"`
 	MissingModule string   `json:"missing_module"`
 	Environment   *struct {
-		Key   string `json:"key"`
-		Built bool   `json:"built"`
+		Key   string   `json:"key"`
+		Built bool     `json:"built"`
+		Node  []string `json:"node"`
 	} `json:"environment"`
 }
 
@@ -236,6 +243,36 @@ func TestExecBadInput(t *testing.T) {
 			}
 			m.assertClean(t)
 		}
+
+		// A skill with dependencies and nothing built yet: a bad --cwd or
+		// --with is refused before the environment is built (no request
+		// reaches the index, no cache folder is made).
+		deps := m.example("table-report")
+		for _, c := range []struct {
+			flags []string
+			want  string
+		}{
+			{[]string{"--cwd", "/etc"}, "--cwd"},
+			{[]string{"--cwd", "/workspace"}, "--cwd"}, // no workspace granted
+			{[]string{"--with", "https://example.com/x.whl"}, "--with"},
+		} {
+			ix := newPyIndex(t)
+			ix.addWheel(t, "tabulate", "0.9.0", tabulateStandIn)
+			cache := envCache(t, m)
+			args := append([]string{"skill", "exec", "--env-cache", cache, "--pip-index-url", ix.url()}, c.flags...)
+			res := m.run(t, "", append(args, deps, "--", "true")...)
+			lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+			if res.code != 2 || !strings.Contains(res.stderr, c.want) || len(lines) != 1 {
+				t.Errorf("want exit 2 and one line naming %s\n%s", c.want, res)
+			}
+			if n := ix.requests(); n != 0 {
+				t.Errorf("%s: the index saw %d requests: the environment was built before the refusal\n%s", c.want, n, res)
+			}
+			if _, err := os.Stat(cache); err == nil {
+				t.Errorf("%s: the refusal made the cache %s", c.want, cache)
+			}
+			m.assertClean(t)
+		}
 	})
 }
 
@@ -265,10 +302,17 @@ func TestSandboxContainment(t *testing.T) {
 		if m.user != nil {
 			os.Chown(canaryFile, m.uid, m.gid)
 		}
-		shadow, _ := os.ReadFile("/etc/shadow")
+		// The control: the host's shadow file has content to leak (as
+		// root the test reads it). Its hashes may all be "*" or "!", so
+		// the proof is its whole lines absent from the output and cat's
+		// failure, not only the hashes.
+		shadow, err := os.ReadFile("/etc/shadow")
+		if os.Geteuid() == 0 && (err != nil || len(strings.TrimSpace(string(shadow))) == 0) {
+			t.Fatalf("control: the host's /etc/shadow is not readable as root or empty (%v): nothing to prove", err)
+		}
 
 		// The process is the workspace's; the probe's stdout is checked.
-		probe := fmt.Sprintf("cat /etc/shadow; cat %s; echo \"secret=[$SKILLRUN_CANARY]\"; env; touch /usr/skillrun-pwned /etc/skillrun-pwned %s/skillrun-pwned; echo done > out.txt", canaryFile, home)
+		probe := fmt.Sprintf("cat /etc/shadow; echo \"shadow-status=$?\"; cat %s; echo \"secret=[$SKILLRUN_CANARY]\"; env; touch /usr/skillrun-pwned /etc/skillrun-pwned %s/skillrun-pwned; echo done > out.txt", canaryFile, home)
 		r, res := m.execJSON(t, 0, "", "sandbox", "--format", "json", "--workspace", ws, "--", "sh", "-c", probe)
 		out := string(r.Output) + r.Stderr
 		if !strings.Contains(out, "secret=[]") {
@@ -280,9 +324,12 @@ func TestSandboxContainment(t *testing.T) {
 		if strings.Contains(out, "canary-7f3a9") {
 			t.Errorf("LEAK: the caller's SKILLRUN_CANARY reached the command\n%s", res)
 		}
+		if !strings.Contains(out, "shadow-status=") || strings.Contains(out, "shadow-status=0") {
+			t.Errorf("LEAK: cat /etc/shadow succeeded in the sandbox (or did not run)\n%s", res)
+		}
 		for _, l := range strings.Split(string(shadow), "\n") {
-			if f := strings.SplitN(l, ":", 3); len(f) == 3 && len(f[1]) > 3 && strings.Contains(out, f[1]) {
-				t.Errorf("LEAK: a hash of the host's /etc/shadow was read")
+			if f := strings.SplitN(l, ":", 3); len(f) == 3 && (strings.Contains(out, l) || len(f[1]) > 3 && strings.Contains(out, f[1])) {
+				t.Errorf("LEAK: the host's /etc/shadow was read (%s's entry)", f[0])
 			}
 		}
 		for _, p := range []string{"/usr/skillrun-pwned", "/etc/skillrun-pwned", filepath.Join(home, "skillrun-pwned")} {
@@ -401,6 +448,181 @@ func TestPeakMemoryIsTheProgram(t *testing.T) {
 		}
 		if idle.Usage.PeakMemoryBytes >= 12<<20 {
 			t.Errorf("sh -c true peaked at %d bytes: the runtime's init is counted\n%s", idle.Usage.PeakMemoryBytes, res)
+		}
+	})
+}
+
+// TestExecRawSignalAndStreaming: --format raw (skill exec's option,
+// sandbox's default) exits 128+N when the command is killed by signal N,
+// a fault of its own (SIGSEGV: 139) or SIGKILL sent from the host (137),
+// and streams stdout and stderr as they come: the first lines reach the
+// caller's pipes while the command still sleeps before its last line.
+// The command is PID 1 of the sandbox's PID namespace, so a signal it
+// sends itself with the default action (sh -c 'kill -TERM $$') is
+// ignored, as in any container without an init; those are not tested.
+func TestExecRawSignalAndStreaming(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		sk := m.example("release-notes")
+		verbs := map[string][]string{
+			"skill exec": {"skill", "exec", "--format", "raw", sk, "--"},
+			"sandbox":    {"sandbox", "--workspace", workspace(t, m, nil), "--"},
+		}
+		segv := []string{"python3", "-c", "import ctypes, resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); ctypes.string_at(0)"}
+		for verb, pre := range verbs {
+			res := m.run(t, "", append(pre, segv...)...)
+			if res.code != 139 || !strings.Contains(res.stderr, "signal 11") {
+				t.Errorf("%s: a segfault: want exit 139 and the signal named\n%s", verb, res)
+			}
+			m.assertClean(t)
+
+			// SIGKILL from the host to the sandbox's command, found in
+			// /proc by its unique arguments.
+			var b [4]byte
+			rand.Read(b[:])
+			secs := fmt.Sprintf("30.%d", 1000+int(b[0])<<8|int(b[1]))
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			cmd := m.commandContext(ctx, append(pre, "sleep", secs)...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			pid := waitProc(t, []string{"sleep", secs}, 20*time.Second)
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			cmd.Wait()
+			cancel()
+			if code := cmd.ProcessState.ExitCode(); pid <= 0 || code != 137 {
+				t.Errorf("%s: SIGKILL from the host (pid %d): exit %d, want 137\nstderr: %s", verb, pid, code, errb.String())
+			}
+			m.assertClean(t)
+
+			// Streaming: out1 and err1, then 2 s of sleep, then out2.
+			ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
+			cmd = m.commandContext(ctx, append(pre, "sh", "-c", "echo out1; echo err1 >&2; sleep 2; echo out2")...)
+			stdout, _ := cmd.StdoutPipe()
+			stderr, _ := cmd.StderrPipe()
+			if err := cmd.Start(); err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			type line struct {
+				text string
+				at   time.Time
+			}
+			lines := func(r io.Reader) chan []line {
+				ch := make(chan []line, 1)
+				go func() {
+					var got []line
+					sc := bufio.NewScanner(r)
+					for sc.Scan() {
+						got = append(got, line{sc.Text(), time.Now()})
+					}
+					ch <- got
+				}()
+				return ch
+			}
+			outc, errc := lines(stdout), lines(stderr)
+			outs, errs := <-outc, <-errc
+			cmd.Wait()
+			ended := time.Now()
+			cancel()
+			var errLines []line
+			for _, l := range errs {
+				if !strings.HasPrefix(l.text, "skillrun: warning:") {
+					errLines = append(errLines, l)
+				}
+			}
+			if cmd.ProcessState.ExitCode() != 0 || len(outs) != 2 || outs[0].text != "out1" || outs[1].text != "out2" || len(errLines) != 1 || errLines[0].text != "err1" {
+				t.Errorf("%s: want exit 0, out1 and out2 on stdout, err1 on stderr: exit %d, %v, %v", verb, cmd.ProcessState.ExitCode(), outs, errs)
+			} else {
+				// Buffered output would arrive at the end, with out2.
+				if d := outs[1].at.Sub(outs[0].at); d < time.Second {
+					t.Errorf("%s: stdout not streamed: out1 arrived %v before out2 (the command slept 2 s between them)", verb, d)
+				}
+				if d := ended.Sub(errLines[0].at); d < time.Second {
+					t.Errorf("%s: stderr not streamed: err1 arrived %v before the command ended (it slept 2 s after it)", verb, d)
+				}
+			}
+			m.assertClean(t)
+		}
+	})
+}
+
+// waitProc finds the host pid of the process whose argv is exactly argv,
+// waiting up to d; 0 when none appeared.
+func waitProc(t *testing.T, argv []string, d time.Duration) int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == want {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// TestExecNode: the Node side of skill exec and sandbox, host-verified. A
+// module that is not installed is named in the result with how to add it
+// (no registry needed); a skill keeping its package.json in scripts/ runs
+// its script with the package from the registry (through the allowlist);
+// sandbox --with npm:NAME@VERSION adds a package without a skill. One
+// small package (is-number), built once per environment.
+func TestExecNode(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		ws := workspace(t, m, nil)
+		r, res := m.execJSON(t, 3, "", "sandbox", "--format", "json", "--workspace", ws, "--", "node", "-e", "require('left-pad')")
+		if r.MissingModule != "left-pad" || !strings.Contains(r.Error, "--with npm:left-pad@VERSION") || !strings.Contains(r.Error, "package.json") {
+			t.Fatalf("want the missing Node module named with how to add it\n%s", res)
+		}
+
+		npmReachable(t)
+		cache := envCache(t, m)
+		flags := append([]string{"--env-cache", cache}, caFlags()...)
+		sk := depsSkill(t, "nodescripts", map[string]string{
+			"scripts/package.json": `{"name":"nodescripts","version":"1.0.0","dependencies":{"is-number":"7.0.0"}}`,
+			"scripts/check.js": `const isNumber = require('is-number');
+console.log(JSON.stringify({ arg: isNumber(process.argv[2]), word: isNumber('x'), where: require.resolve('is-number') }));
+`,
+		})
+		args := append(append([]string{"skill", "exec", "--workspace", ws}, flags...), sk, "--", "node", "scripts/check.js", "7")
+		r, res = m.execJSON(t, 0, "", args...)
+		var out struct {
+			Arg, Word bool
+			Where     string
+		}
+		if err := json.Unmarshal(r.Output, &out); err != nil || !out.Arg || out.Word || out.Where != "/node_modules/is-number/index.js" {
+			t.Fatalf("want is-number from /node_modules in scripts/check.js: %v\n%s", err, res)
+		}
+		if r.Environment == nil || !r.Environment.Built || strings.Join(r.Environment.Node, ",") != "is-number@7.0.0" {
+			t.Fatalf("want the environment of scripts/package.json built\n%s", res)
+		}
+		if strings.Join(r.Command, " ") != "node /skill/scripts/check.js 7" || r.Cwd != "/workspace" {
+			t.Errorf("want the script resolved in /skill, run from /workspace\n%s", res)
+		}
+		// The skill's environment has is-number only.
+		r, res = m.execJSON(t, 3, "", append(append([]string{"skill", "exec"}, flags...), sk, "--", "node", "-e", "require('left-pad')")...)
+		if r.MissingModule != "left-pad" || r.Environment == nil || r.Environment.Built {
+			t.Errorf("want the prepared environment reused and left-pad named\n%s", res)
+		}
+
+		// sandbox --with npm:NAME@VERSION: the package without a skill,
+		// built in a cache of its own (the same packages in the skill's
+		// cache would share its environment).
+		args = append(append([]string{"sandbox", "--format", "json", "--workspace", ws, "--env-cache", envCache(t, m)}, caFlags()...),
+			"--with", "npm:is-number@7.0.0", "--", "node", "-e", "console.log(require('is-number')(5))")
+		r, res = m.execJSON(t, 0, "", args...)
+		if strings.TrimSpace(string(r.Output)) != "true" || r.Environment == nil || !r.Environment.Built || strings.Join(r.Environment.Node, ",") != "is-number@7.0.0" {
+			t.Fatalf("want is-number from --with npm:is-number@7.0.0\n%s", res)
 		}
 	})
 }

@@ -206,3 +206,62 @@ func TestRunInputSources(t *testing.T) {
 		}
 	})
 }
+
+// TestSpecWarnings: a skill that deviates from the Agent Skills spec
+// without touching the sandbox (a description of 1068 characters, as
+// Anthropic's claude-api has) runs, bundles, prepares and is inspected,
+// each verb naming the deviation once as a warning on stderr (stdout is
+// the verb's output alone); skill validate --strict refuses it.
+func TestSpecWarnings(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		dir := filepath.Join(ownedDir(t, m), "long-description")
+		desc := strings.Repeat("Long description. ", 60)[:1068]
+		files := map[string]string{
+			"SKILL.md": "---\nname: long-description\ndescription: " + desc + "\n---\n",
+			"main.py":  "print('{\"ok\": true}')\n",
+		}
+		os.MkdirAll(dir, 0o755)
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		const warning = "warning: skill \"long-description\": SKILL.md: description: 1068 characters, at most 1024"
+		once := func(verb string, res result) {
+			t.Helper()
+			if strings.Count(res.stderr, warning) != 1 || strings.Contains(res.stdout, "skillrun: warning") {
+				t.Errorf("%s: want the warning once on stderr, not on stdout\n%s", verb, res)
+			}
+		}
+
+		r, res := m.skillRun(t, 0, dir, "{}")
+		if !r.OK || strings.ReplaceAll(string(r.Output), " ", "") != `{"ok":true}` {
+			t.Fatalf("run: want the skill's output\n%s", res)
+		}
+		once("run", res)
+		once("exec", m.run(t, "", "skill", "exec", dir, "--", "true"))
+		res = m.run(t, "", "skill", "inspect", dir)
+		if res.code != 0 || !json.Valid([]byte(res.stdout)) {
+			t.Fatalf("inspect\n%s", res)
+		}
+		once("inspect", res)
+		out := filepath.Join(m.tmp, "bundle")
+		if res = m.run(t, "", "skill", "bundle", "-o", out, dir); res.code != 0 {
+			t.Fatalf("bundle\n%s", res)
+		}
+		os.RemoveAll(out)
+		once("bundle", res)
+		if res = m.run(t, "", "skill", "prepare", "--env-cache", envCache(t, m), dir); res.code != 0 {
+			t.Fatalf("prepare\n%s", res)
+		}
+		once("prepare", res)
+		m.assertClean(t)
+
+		if res := m.run(t, "", "skill", "validate", dir); res.code != 0 || !strings.Contains(res.stderr, "warning: SKILL.md: description: 1068 characters") {
+			t.Errorf("validate: want ok with the warning\n%s", res)
+		}
+		if res := m.run(t, "", "skill", "validate", "--strict", dir); res.code != 2 || !strings.Contains(res.stderr, "error: SKILL.md: description: 1068 characters") {
+			t.Errorf("validate --strict: want exit 2 naming the description\n%s", res)
+		}
+	})
+}
