@@ -1331,9 +1331,9 @@ func TestOpenShellDriverQuantities(t *testing.T) {
 	if _, err := e.c.CreateSandbox(ctx(t), &pb.CreateSandboxRequest{Sandbox: sb}); err != nil {
 		t.Fatalf("create with the smallest limits (10m, 6Mi): %v\n%s", err, e.log)
 	}
-	r, err := e.c.GetSandbox(ctx(t), &pb.GetSandboxRequest{SandboxId: "min"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("a sandbox with the smallest limits (10m, 6Mi): %v", r.GetSandbox().GetStatus().GetConditions())
+	// What Validate accepts runs: the smallest limits are enforced and the
+	// supervisor comes up within them.
+	e.waitReady("min", "BackendReady")
+	checkCPUQuota(t, e, "min", "1000")
+	checkMemoryLimit(t, e, "min", 6<<20)
 }
