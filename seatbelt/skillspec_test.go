@@ -33,7 +33,7 @@ func TestSkillProfileTranslates(t *testing.T) {
 			var pe *spec.PolicyError
 			if errors.As(err, &pe) {
 				// Grant what the example declares (network, workspace).
-				opts = append(opts, spec.WithNetwork("host"), spec.WithWorkspace(t.TempDir()))
+				opts = append(opts, spec.WithGrants(spec.Grants{Network: "host"}), spec.WithGrants(spec.Grants{Workspace: t.TempDir()}))
 				sp, err = spec.Generate(s, "darwin", opts...)
 			}
 			if err != nil {

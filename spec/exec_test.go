@@ -34,7 +34,7 @@ func TestGenerateExec(t *testing.T) {
 	}
 	ws := t.TempDir()
 	deps := &DepsEnv{Dir: t.TempDir(), Python: "python3.11", Node: true}
-	sp, err = Generate(s, "linux", append(base, WithWorkspace(ws), WithDeps(deps), WithExec(Exec{Args: []string{"node", "t.js"}}))...)
+	sp, err = Generate(s, "linux", append(base, WithGrants(Grants{Workspace: ws}), WithDeps(deps), WithExec(Exec{Args: []string{"node", "t.js"}}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestGenerateExec(t *testing.T) {
 		cwd string
 		ok  bool
 	}{{"/skill/scripts", true}, {"/workspace/out", true}, {"/etc", false}, {"/skill/../etc", false}, {"skill", false}, {"/workspacex", false}} {
-		_, err := Generate(s, "linux", append(base, WithWorkspace(ws), WithExec(Exec{Args: []string{"true"}, Cwd: c.cwd}))...)
+		_, err := Generate(s, "linux", append(base, WithGrants(Grants{Workspace: ws}), WithExec(Exec{Args: []string{"true"}, Cwd: c.cwd}))...)
 		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), "--cwd")) {
 			t.Errorf("cwd %q: %v", c.cwd, err)
 		}
@@ -65,7 +65,7 @@ func TestGenerateExec(t *testing.T) {
 // and no PYTHONPATH, and passes the profile's validation.
 func TestGenerateBare(t *testing.T) {
 	ws := t.TempDir()
-	sp, err := Generate(Bare(), "linux", WithHostLayout(testLayout), WithHostID(1000, 1000), WithWorkspace(ws), WithExec(Exec{Args: []string{"ls"}}))
+	sp, err := Generate(Bare(), "linux", WithHostLayout(testLayout), WithHostID(1000, 1000), WithGrants(Grants{Workspace: ws}), WithExec(Exec{Args: []string{"ls"}}))
 	if err != nil {
 		t.Fatal(err)
 	}

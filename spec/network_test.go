@@ -15,7 +15,7 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 	fetch := loadExample(t, "fetch-url") // declares example.com:443, api.github.com:443
 	base := []Option{WithHostLayout(testLayout), WithHostID(1000, 1000)}
 
-	p, err := Resolve(fetch, WithNetwork(NetworkAllow))
+	p, err := Resolve(fetch, WithGrants(Grants{Network: NetworkAllow}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 		t.Errorf("--network allow: %+v", p)
 	}
 	// Narrowing: only what --allow-host names, the rest reported.
-	p, err = Resolve(fetch, WithAllowHosts("API.GitHub.com:443"))
+	p, err = Resolve(fetch, WithGrants(Grants{AllowHosts: []string{"API.GitHub.com:443"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 		t.Errorf("narrowed: %+v", p)
 	}
 	// Widening is explicit and warned about.
-	p, err = Resolve(fetch, WithNetwork(NetworkAllow), WithAllowHosts("*.example.org:8443"))
+	p, err = Resolve(fetch, WithGrants(Grants{Network: NetworkAllow}), WithGrants(Grants{AllowHosts: []string{"*.example.org:8443"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +43,9 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"allow-host with host network", []Option{WithNetwork(NetworkHost), WithAllowHosts("a.b:1")}, "--allow-host"},
-		{"resolve with host network", []Option{WithNetwork(NetworkHost), WithResolve("a.b:1:127.0.0.1")}, "--resolve"},
-		{"resolve of a host not granted", []Option{WithNetwork(NetworkAllow), WithResolve("other.org:443:127.0.0.1")}, "not a granted host"},
+		{"allow-host with host network", []Option{WithGrants(Grants{Network: NetworkHost}), WithGrants(Grants{AllowHosts: []string{"a.b:1"}})}, "--allow-host"},
+		{"resolve with host network", []Option{WithGrants(Grants{Network: NetworkHost}), WithGrants(Grants{Resolve: []string{"a.b:1:127.0.0.1"}})}, "--resolve"},
+		{"resolve of a host not granted", []Option{WithGrants(Grants{Network: NetworkAllow}), WithGrants(Grants{Resolve: []string{"other.org:443:127.0.0.1"}})}, "not a granted host"},
 		{"nothing granted", nil, "--network allow"},
 	} {
 		_, err := Resolve(fetch, tc.opts...)
@@ -54,15 +54,15 @@ func TestNetworkAllowlistPolicy(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"1.2.3.4:443", "[::1]:443", "a.b:0", "a.b:99999", "*.org:443", "a..b:1", "-a.b:1", "a b:1"} {
-		if _, err := Resolve(fetch, WithAllowHosts(bad)); err == nil || errors.Is(err, ErrPolicy) {
+		if _, err := Resolve(fetch, WithGrants(Grants{AllowHosts: []string{bad}})); err == nil || errors.Is(err, ErrPolicy) {
 			t.Errorf("--allow-host %q: err = %v, want a usage error", bad, err)
 		}
 	}
-	if _, err := Resolve(fetch, WithNetwork(NetworkAllow), WithResolve("api.github.com:443:nope")); err == nil {
+	if _, err := Resolve(fetch, WithGrants(Grants{Network: NetworkAllow}), WithGrants(Grants{Resolve: []string{"api.github.com:443:nope"}})); err == nil {
 		t.Error("--resolve with a bad address accepted")
 	}
 
-	sp, err := Generate(fetch, "linux", append(base, WithNetwork(NetworkAllow), WithResolve("api.github.com:443:127.0.0.1"))...)
+	sp, err := Generate(fetch, "linux", append(base, WithGrants(Grants{Network: NetworkAllow}), WithGrants(Grants{Resolve: []string{"api.github.com:443:127.0.0.1"}}))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,10 +67,13 @@ type Grants struct {
 // those set by earlier options; Env and the host lists add to them).
 func WithGrants(g Grants) Option {
 	return func(o *options) {
-		for _, f := range []Option{
-			WithAllowHosts(g.AllowHosts...), WithResolve(g.Resolve...), WithEnv(g.Env),
-		} {
-			f(o)
+		o.grants.AllowHosts = append(o.grants.AllowHosts, g.AllowHosts...)
+		o.grants.Resolve = append(o.grants.Resolve, g.Resolve...)
+		if len(g.Env) > 0 && o.grants.Env == nil {
+			o.grants.Env = map[string]string{}
+		}
+		for k, v := range g.Env {
+			o.grants.Env[k] = v
 		}
 		if g.Network != "" {
 			o.grants.Network = g.Network
@@ -124,63 +127,6 @@ func WithDeps(env *DepsEnv) Option { return func(o *options) { o.deps = env } }
 func WithCommand(args []string, env map[string]string) Option {
 	return func(o *options) { o.command, o.cmdEnv = args, env }
 }
-
-// WithNetwork sets the network mode the operator grants: "none", "allow"
-// (the hosts the manifest declares, through the egress allowlist) or
-// "host" (full host network). Anything else makes Resolve fail closed.
-func WithNetwork(mode string) Option { return func(o *options) { o.grants.Network = mode } }
-
-// WithAllowHosts grants host:port rules explicitly (--allow-host), on top
-// of --network allow or, without it, instead of the manifest's hosts (the
-// operator may grant fewer hosts than the skill declares).
-func WithAllowHosts(hosts ...string) Option {
-	return func(o *options) { o.grants.AllowHosts = append(o.grants.AllowHosts, hosts...) }
-}
-
-// WithResolve maps allowed names to addresses ("name:port:address", like
-// curl's --resolve): the only way a skill reaches a loopback or private
-// address.
-func WithResolve(maps ...string) Option {
-	return func(o *options) { o.grants.Resolve = append(o.grants.Resolve, maps...) }
-}
-
-// WithMemory overrides the memory limit (bytes).
-func WithMemory(b int64) Option { return func(o *options) { o.grants.Memory = b } }
-
-// WithCPUs overrides the CPU quota (cores).
-func WithCPUs(n float64) Option { return func(o *options) { o.grants.CPUs = n } }
-
-// WithPids overrides the task limit.
-func WithPids(n int64) Option { return func(o *options) { o.grants.Pids = n } }
-
-// WithTimeout overrides the wall-clock limit (recorded in the policy and
-// an annotation; the runner enforces it).
-func WithTimeout(d time.Duration) Option { return func(o *options) { o.grants.Timeout = d } }
-
-// WithScratch overrides the size of the writable scratch tmpfs.
-func WithScratch(b int64) Option { return func(o *options) { o.grants.Scratch = b } }
-
-// WithOutputLimit overrides the stdout/stderr cap (enforced by the runner).
-func WithOutputLimit(b int64) Option { return func(o *options) { o.grants.OutputLimit = b } }
-
-// WithEnv grants environment variables (operator --env). Later calls add
-// to earlier ones.
-func WithEnv(env map[string]string) Option {
-	return func(o *options) {
-		if len(env) == 0 {
-			return
-		}
-		if o.grants.Env == nil {
-			o.grants.Env = map[string]string{}
-		}
-		for k, v := range env {
-			o.grants.Env[k] = v
-		}
-	}
-}
-
-// WithWorkspace binds the host folder dir writable at /workspace.
-func WithWorkspace(dir string) Option { return func(o *options) { o.grants.Workspace = dir } }
 
 // WithHostID maps the sandbox's only user and group to these host IDs.
 // Required for Linux specs; host ID 0 is refused.

@@ -379,12 +379,12 @@ func TestGenerateGolden(t *testing.T) {
 		opts                    []Option
 	}{
 		{"calculator.linux.json", "calculator", "linux", nil},
-		{"csv-summary.linux.json", "csv-summary", "linux", []Option{WithArgs("--data=a,b"), WithMemory(256 << 20), WithCPUs(0.5), WithPids(10)}},
-		{"save-note.linux.json", "save-note", "linux", []Option{WithWorkspace("/home/u/ws"), WithEnv(map[string]string{"NOTE_TAG": "x"}), WithBundleDir("/run/b")}},
-		{"fetch-url.linux.json", "fetch-url", "linux", []Option{WithNetwork(NetworkHost)}},
-		{"fetch-url.allow.linux.json", "fetch-url", "linux", []Option{WithNetwork(NetworkAllow), WithResolve("api.github.com:443:127.0.0.1")}},
+		{"csv-summary.linux.json", "csv-summary", "linux", []Option{WithArgs("--data=a,b"), WithGrants(Grants{Memory: 256 << 20}), WithGrants(Grants{CPUs: 0.5}), WithGrants(Grants{Pids: 10})}},
+		{"save-note.linux.json", "save-note", "linux", []Option{WithGrants(Grants{Workspace: "/home/u/ws"}), WithGrants(Grants{Env: map[string]string{"NOTE_TAG": "x"}}), WithBundleDir("/run/b")}},
+		{"fetch-url.linux.json", "fetch-url", "linux", []Option{WithGrants(Grants{Network: NetworkHost})}},
+		{"fetch-url.allow.linux.json", "fetch-url", "linux", []Option{WithGrants(Grants{Network: NetworkAllow}), WithGrants(Grants{Resolve: []string{"api.github.com:443:127.0.0.1"}})}},
 		{"calculator.darwin.json", "calculator", "darwin", []Option{WithBundleDir("/private/tmp/b")}},
-		{"save-note.darwin.json", "save-note", "darwin", []Option{WithWorkspace("/Users/u/ws"), WithBundleDir("/private/tmp/b")}},
+		{"save-note.darwin.json", "save-note", "darwin", []Option{WithGrants(Grants{Workspace: "/Users/u/ws"}), WithBundleDir("/private/tmp/b")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -402,7 +402,7 @@ func TestGenerateGolden(t *testing.T) {
 
 func TestGenerateLinuxProfile(t *testing.T) {
 	s := loadExample(t, "calculator")
-	sp, err := Generate(s, "linux", WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1001), WithTimeout(3*time.Second))
+	sp, err := Generate(s, "linux", WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1001), WithGrants(Grants{Timeout: 3 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,10 +487,10 @@ func TestGeneratePolicy(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Field != "network" || !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "example.com:443") {
 		t.Errorf("undeclared network: err = %v", err)
 	}
-	if _, err := Generate(fetch, "linux", append(base, WithNetwork("example.com"))...); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "is not one of none, allow, host") {
+	if _, err := Generate(fetch, "linux", append(base, WithGrants(Grants{Network: "example.com"}))...); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "is not one of none, allow, host") {
 		t.Errorf("host list: err = %v", err)
 	}
-	sp, err := Generate(fetch, "linux", append(base, WithNetwork(NetworkHost))...)
+	sp, err := Generate(fetch, "linux", append(base, WithGrants(Grants{Network: NetworkHost}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,14 +516,14 @@ func TestGeneratePolicy(t *testing.T) {
 	if _, err := Generate(calc, "plan9", base...); err == nil {
 		t.Error("unknown platform accepted")
 	}
-	if _, err := Generate(calc, "linux", append(base, WithEnv(map[string]string{"PATH": "/evil"}))...); err == nil {
+	if _, err := Generate(calc, "linux", append(base, WithGrants(Grants{Env: map[string]string{"PATH": "/evil"}}))...); err == nil {
 		t.Error("PATH override accepted")
 	}
-	p, err := Resolve(calc, WithEnv(map[string]string{"UNDECLARED": "1"}))
+	p, err := Resolve(calc, WithGrants(Grants{Env: map[string]string{"UNDECLARED": "1"}}))
 	if err != nil || len(p.Warnings) != 1 || p.Env["UNDECLARED"] != "1" {
 		t.Errorf("undeclared env: %+v %v", p, err)
 	}
-	if _, err := Resolve(calc, WithMemory(1<<20)); err == nil {
+	if _, err := Resolve(calc, WithGrants(Grants{Memory: 1 << 20})); err == nil {
 		t.Error("1 MiB memory accepted")
 	}
 }
@@ -727,7 +727,7 @@ func rlimitMap(sp *specs.Spec) map[string][2]uint64 {
 
 func TestGenerateRlimitFallback(t *testing.T) {
 	s := loadExample(t, "calculator")
-	base := []Option{WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1000), WithMemory(64 << 20), WithPids(32), WithTimeout(2500 * time.Millisecond), WithCPUs(2)}
+	base := []Option{WithHostLayout(testLayout), WithArch("amd64"), WithHostID(1000, 1000), WithGrants(Grants{Memory: 64 << 20}), WithGrants(Grants{Pids: 32}), WithGrants(Grants{Timeout: 2500 * time.Millisecond}), WithGrants(Grants{CPUs: 2})}
 	sp, err := Generate(s, "linux", base...)
 	if err != nil {
 		t.Fatal(err)
