@@ -39,6 +39,8 @@ func (r *Runtime) Features() (*features.Features, error) {
 			AnnotationCheckpoint: "false",
 			AnnotationCgroups:    r.cgroupSupport(),
 			AnnotationExeSeal:    r.exeSealSupport(),
+			// The RCU wait of the first cgroup migration (docs/performance.md).
+			AnnotationFavorDynmods: favorDynmodsSupport(),
 		},
 		Linux: &features.Linux{
 			Namespaces:   specconv.KnownNamespaces(),
