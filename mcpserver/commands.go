@@ -102,11 +102,25 @@ func readFileTool() *mcp.Tool {
 // workspace resources.
 func (s *Server) addCommandTools() {
 	s.mcp.AddTool(runCommandTool(), s.runCommand)
-	s.mcp.AddTool(writeFileTool(), s.writeFile)
-	s.mcp.AddTool(readFileTool(), s.readFile)
+	s.mcp.AddTool(writeFileTool(), s.observed(WriteFileTool, s.writeFile))
+	s.mcp.AddTool(readFileTool(), s.observed(ReadFileTool, s.readFile))
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{Name: "workspace", URITemplate: "workspace://{+path}",
 		Description: "a file of this session's workspace"}, s.readWorkspaceResource)
 	s.mcp.AddReceivingMiddleware(s.listWorkspaceResources)
+}
+
+// observed wraps a file tool's handler: Options.Observe learns of each
+// call once; a tool error (a path, size or quota refused) is bad input.
+func (s *Server) observed(tool string, h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := Call{Tool: tool}
+		defer s.observe(req, &call, time.Now())()
+		r, err := h(ctx, req)
+		if r != nil && r.IsError {
+			call.Err = &runner.InputError{Err: errors.New(textOf(r))}
+		}
+		return r, err
+	}
 }
 
 // commandIn is run_command's input.
@@ -377,16 +391,6 @@ type writeIn struct {
 
 // writeFile writes a file into the session's workspace, confined to it.
 func (s *Server) writeFile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	call := Call{Tool: WriteFileTool}
-	defer s.observe(req, &call, time.Now())()
-	r, err := s.writeFileCall(ctx, req)
-	if r != nil && r.IsError {
-		call.Err = &runner.InputError{Err: errors.New(textOf(r))}
-	}
-	return r, err
-}
-
-func (s *Server) writeFileCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	_, end, err := s.begin(ctx, req)
 	if err != nil {
 		return toolError(err.Error()), nil
@@ -438,16 +442,6 @@ func (s *Server) writeFileCall(ctx context.Context, req *mcp.CallToolRequest) (*
 
 // readFile reads a file of the session's workspace, confined to it.
 func (s *Server) readFile(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	call := Call{Tool: ReadFileTool}
-	defer s.observe(req, &call, time.Now())()
-	r, err := s.readFileCall(ctx, req)
-	if r != nil && r.IsError {
-		call.Err = &runner.InputError{Err: errors.New(textOf(r))}
-	}
-	return r, err
-}
-
-func (s *Server) readFileCall(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	_, end, err := s.begin(ctx, req)
 	if err != nil {
 		return toolError(err.Error()), nil

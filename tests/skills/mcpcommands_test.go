@@ -8,10 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -252,16 +250,7 @@ func TestMCPCommandsHTTPSessions(t *testing.T) {
 			t.Errorf("LEAK: session A's command read session B's workspace: %s", c.text())
 		}
 		// SIGTERM: every workspace and sandbox goes.
-		if err := syscall.Kill(m.serverPid(cmd), syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Fatal("the server did not exit on SIGTERM")
-		}
+		m.stopServer(t, cmd)
 		if left := entries(root); len(left) != 0 {
 			t.Errorf("session workspaces left after SIGTERM: %v", left)
 		}
@@ -471,19 +460,7 @@ func TestMCPCommandsHTTPSessionLife(t *testing.T) {
 			}
 		}
 
-		stop := func(c *exec.Cmd) {
-			if err := syscall.Kill(m.serverPid(c), syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- c.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatal("the server did not exit on SIGTERM")
-			}
-		}
-		stop(cmd)
+		m.stopServer(t, cmd)
 		if left := entries(root); len(left) != 0 {
 			t.Errorf("session workspaces left after SIGTERM: %v", left)
 		}
@@ -507,7 +484,7 @@ func TestMCPCommandsHTTPSessionLife(t *testing.T) {
 		if c := callCommandTool(t, ctx, connect(idleURL), "write_file", map[string]any{"path": "x.txt", "content": "x"}); c.r.IsError {
 			t.Errorf("a new session after the idle one ended: %s", c.text())
 		}
-		stop(idleCmd)
+		m.stopServer(t, idleCmd)
 		if left := entries(idleRoot); len(left) != 0 {
 			t.Errorf("session workspaces left after SIGTERM: %v", left)
 		}

@@ -86,6 +86,22 @@ func (m *mode) serverPid(cmd *exec.Cmd) int {
 	return cmd.Process.Pid
 }
 
+// stopServer sends SIGTERM to the `mcp serve` of cmd and waits (20 s at
+// most) for it to exit.
+func (m *mode) stopServer(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := syscall.Kill(m.serverPid(cmd), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server did not exit on SIGTERM")
+	}
+}
+
 // TestMCPHTTPCalls: over streamable HTTP, with the SDK's client: a
 // failing skill and bad input are tool errors; three probe calls that
 // sleep past --timeout all end as timeout tool errors, together in less
