@@ -326,7 +326,9 @@ func TestDepsPython(t *testing.T) {
 }
 
 // TestDepsNotPrepared: --no-prepare refuses a missing environment with a
-// one-line error and builds nothing (the index is never asked).
+// one-line error whose `skill prepare` command keeps the run's --env-cache
+// (and --pip-index-url when given), and builds nothing (the index is
+// never asked).
 func TestDepsNotPrepared(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		ix := newPyIndex(t)
@@ -336,6 +338,16 @@ func TestDepsNotPrepared(t *testing.T) {
 		_, res := m.depsRun(t, 2, sk, "--env-cache", cache, "--pip-index-url", ix.url(), "--no-prepare")
 		if !strings.Contains(res.stderr, "skill prepare") || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
 			t.Errorf("want one line naming skill prepare\n%s", res)
+		}
+		// The command it suggests prepares the environment this run
+		// lacks: the same cache and index as the run's flags.
+		want := "run `skillrun skill prepare --env-cache " + cache + " --pip-index-url " + ix.url() + " " + sk + "` first"
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("the hint must keep the run's --env-cache and --pip-index-url: want %q in\n%s", want, res.stderr)
+		}
+		_, res = m.depsRun(t, 2, sk, "--env-cache", cache, "--no-prepare")
+		if want := "run `skillrun skill prepare --env-cache " + cache + " " + sk + "` first"; !strings.Contains(res.stderr, want) {
+			t.Errorf("without --pip-index-url: want %q in\n%s", want, res.stderr)
 		}
 		ix.mu.Lock()
 		n := len(ix.got)
