@@ -2,7 +2,7 @@
 # Installs what building and testing skillrun needs, from Debian's packages.
 # Idempotent and quiet when everything is present. Usage:
 #   hack/install-deps.sh build      # libseccomp-dev for the static seccomp build
-#   hack/install-deps.sh demo       # + what make demo runs: python3, node, npm (nothing else)
+#   hack/install-deps.sh demo       # + what make demo runs: python3, pip, node, npm, runuser (nothing else)
 #   hack/install-deps.sh test       # + runc, crun, containerd, podman, bwrap, busybox, ...
 #   hack/install-deps.sh bench      # + hyperfine, gnuplot
 #   hack/install-deps.sh proto      # + protoc, and the Go plugins in bin/tools
@@ -10,7 +10,10 @@ set -euo pipefail
 
 want_build=(libseccomp-dev pkg-config gcc make)
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip python3-setuptools python3-wheel nodejs iproute2 procps psmisc util-linux strace)
-want_demo=(python3 nodejs procps util-linux) # npm: see npm_if_missing
+# make demo: python3 and node for the example skills (pip and npm build
+# their packages), util-linux's runuser for the rootless part. Nothing
+# else: hack/test-demo-deps.sh checks that each is used.
+want_demo=(python3 python3-pip nodejs util-linux) # npm: see npm_if_missing
 want_bench=(hyperfine gnuplot-nox time)
 want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 want_proto=(protobuf-compiler libprotobuf-dev) # libprotobuf-dev: google/protobuf/struct.proto
