@@ -15,6 +15,14 @@ COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 # glibc's NSS is never dlopen'ed from a static binary.
 TAGS := seccomp osusergo netgo urfave_cli_no_docs
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.gitCommit=$(COMMIT) -extldflags "-static"
+# linux/arm64, cross-compiled as the amd64 build is made: static, seccomp
+# compiled in (the skill spec always has a seccomp filter, which
+# libcontainer without seccomp refuses). cgo with the aarch64 cross
+# compiler; pkg-config reads only arm64's .pc files, so libseccomp.a for
+# arm64 (Debian multiarch: libseccomp-dev:arm64, hack/install-deps.sh
+# cross) is what gets linked.
+ARM64_ENV := GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc \
+	PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig
 GOFLAGS_BUILD := -trimpath -buildvcs=false
 # encoding/json backed by the Go team's v2 implementation (Go 1.25+): the
 # same encoding, half the cold-start decode cost. Every run decodes
@@ -55,12 +63,13 @@ lint: deps ## gofmt, go vet (linux and darwin)
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet -tags openshell ./cmd/skillrun
 
-cross: ## build darwin/amd64, darwin/arm64 and linux/arm64; vet darwin and compile its tests
+cross: ## build darwin/amd64, darwin/arm64 and linux/arm64 (static, seccomp); vet darwin and compile its tests
 	@hack/install-deps.sh cross
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-amd64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-arm64 ./cmd/skillrun
-	# libcontainer needs cgo (nsenter); the arm64 build has no libseccomp.
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build -tags "osusergo netgo" -ldflags '-extldflags "-static"' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	# libcontainer needs cgo (nsenter); linked with libseccomp for arm64.
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	@file bin/skillrun-linux-arm64 | grep -q 'ARM aarch64.*statically linked' || { echo "bin/skillrun-linux-arm64 is not a static arm64 binary" >&2; exit 1; }
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runner ./cmd/skillrun; do \
 		GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o /dev/null $$p || exit 1; done
@@ -98,8 +107,9 @@ man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, fr
 
 dist: static man ## dist/skillrun-VERSION-linux-{amd64,arm64}.tar.gz + SHA256SUMS: static binaries, man page, completions (install: hack/install.sh)
 	@hack/install-deps.sh cross
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build $(GOFLAGS_BUILD) -tags "osusergo netgo urfave_cli_no_docs" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc $(GO) build $(GOFLAGS_BUILD) -tags "osusergo netgo urfave_cli_no_docs openshell" -ldflags '$(LDFLAGS)' -o bin/skillrun-openshell-linux-arm64 ./cmd/skillrun
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) openshell" -ldflags '$(LDFLAGS)' -o bin/skillrun-openshell-linux-arm64 ./cmd/skillrun
+	@for b in bin/skillrun-linux-arm64 bin/skillrun-openshell-linux-arm64; do file $$b | grep -q 'ARM aarch64.*statically linked' || { echo "$$b is not a static arm64 binary" >&2; exit 1; }; done
 	hack/dist.sh $(VERSION) bin/skillrun bin/skillrun-linux-arm64
 
 proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated code is committed)

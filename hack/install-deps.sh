@@ -2,17 +2,27 @@
 # Installs what building and testing skillrun needs, from Debian's packages.
 # Idempotent and quiet when everything is present. Usage:
 #   hack/install-deps.sh build      # libseccomp-dev for the static seccomp build
-#   hack/install-deps.sh demo       # + what make demo runs: python3, node, npm (nothing else)
+#   hack/install-deps.sh demo       # + what make demo runs: python3, pip, node, npm, runuser (nothing else)
 #   hack/install-deps.sh test       # + runc, crun, containerd, podman, bwrap, busybox, ...
 #   hack/install-deps.sh bench      # + hyperfine, gnuplot
+#   hack/install-deps.sh cross      # + the aarch64 cross compiler and libseccomp for arm64 (make cross, make dist)
+#   hack/install-deps.sh dist-test  # + qemu-user, jq: hack/test-dist.sh runs the arm64 binary
 #   hack/install-deps.sh proto      # + protoc, and the Go plugins in bin/tools
 set -euo pipefail
 
-want_build=(libseccomp-dev pkg-config gcc make)
+want_build=(libseccomp-dev pkg-config gcc make file) # file: make static checks the binary is static
 want_test=(runc crun containerd podman bubblewrap busybox-static uidmap jq python3 python3-pip python3-setuptools python3-wheel nodejs iproute2 procps psmisc util-linux strace)
-want_demo=(python3 nodejs procps util-linux) # npm: see npm_if_missing
+# make demo: python3 and node for the example skills (pip and npm build
+# their packages), util-linux's runuser for the rootless part. Nothing
+# else: hack/test-demo-deps.sh checks that each is used.
+want_demo=(python3 python3-pip nodejs util-linux) # npm: see npm_if_missing
 want_bench=(hyperfine gnuplot-nox time)
-want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# The linux/arm64 build links libseccomp.a for arm64 (Debian multiarch:
+# the arm64 architecture is added to dpkg first).
+want_cross=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross libseccomp-dev:arm64)
+# hack/test-dist.sh: runs the arm64 binary's `features` under qemu-user
+# (called explicitly: no binfmt registration is installed), reads it with jq.
+want_dist_test=(qemu-user jq)
 want_proto=(protobuf-compiler libprotobuf-dev) # libprotobuf-dev: google/protobuf/struct.proto
 
 # protoc's Go plugins, built from the Go module proxy into bin/tools at the
@@ -40,9 +50,10 @@ demo) pkgs+=("${want_demo[@]}") ;;
 test) pkgs+=("${want_test[@]}") ;;
 bench) pkgs+=("${want_test[@]}" "${want_bench[@]}") ;;
 cross) pkgs+=("${want_cross[@]}") ;;
+dist-test) pkgs+=("${want_dist_test[@]}") ;;
 proto) pkgs+=("${want_proto[@]}") ;;
-all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}" "${want_proto[@]}") ;;
-*) echo "usage: $0 build|demo|test|bench|cross|proto|all" >&2; exit 2 ;;
+all) pkgs+=("${want_test[@]}" "${want_bench[@]}" "${want_cross[@]}" "${want_dist_test[@]}" "${want_proto[@]}") ;;
+*) echo "usage: $0 build|demo|test|bench|cross|dist-test|proto|all" >&2; exit 2 ;;
 esac
 
 missing=()
@@ -98,6 +109,20 @@ fi
 echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 stamp=/var/lib/apt/periodic/skillrun-update-stamp
+# A package of a foreign architecture (libseccomp-dev:arm64) needs that
+# architecture in dpkg, and package lists fetched after it was added.
+for p in "${missing[@]}"; do
+	case $p in
+	*:*)
+		arch=${p##*:}
+		if [ "$arch" != "$(dpkg --print-architecture)" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+			echo "install-deps: adding the $arch architecture to dpkg (multiarch) for $p" >&2
+			dpkg --add-architecture "$arch"
+			rm -f "$stamp"
+		fi
+		;;
+	esac
+done
 if [ ! -f "$stamp" ] || [ -n "$(find "$stamp" -mmin +360 2>/dev/null)" ]; then
 	apt-get update -qq >&2
 	mkdir -p "$(dirname "$stamp")" && touch "$stamp"

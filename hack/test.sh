@@ -65,6 +65,8 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 	step unit-openshell go test -tags "$TAGS openshell" -count=1 ./cmd/skillrun
 	# A short fuzz run of each target beyond its committed seed corpus.
 	step fuzz env FUZZTIME="${FUZZTIME:-10s}" hack/fuzz.sh
+	# install-deps.sh demo installs only what make demo runs.
+	step demo-deps hack/test-demo-deps.sh
 fi
 if [ "$what" = all ] || [ "$what" = integration ]; then
 	step integration env RUNTIME="$bin" SKILLRUN="$bin" go test -tags integration -count=1 -timeout 30m ./tests/...

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -130,6 +132,9 @@ func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in
 	case "block": // until the context ends (timeout, cancellation)
 		<-ctx.Done()
 		return end(-1, ctx.Err())
+	case "big": // an output past the text block's limit
+		fmt.Fprintf(opts.Stdio.Stdout, `{"result":%q}`, bigOutput)
+		return end(0, nil)
 	case "barrier": // until the test releases it
 		select {
 		case <-f.release:
@@ -592,6 +597,57 @@ func TestCompactText(t *testing.T) {
 	if got := text(r); !r.IsError || !strings.HasPrefix(got, `skill "calculator" failed: exit code 1`+"\n") || !strings.Contains(got, "boom") {
 		t.Errorf("failure text %q", got)
 	}
+}
+
+// bigOutput is 20 KB of text past textLimit, of 3-byte runes that byte
+// 8192 falls inside, both as a skill's JSON output and as a command's.
+var bigOutput = "head " + strings.Repeat("ab\u20ac ", 20000/6)
+
+// TestTextBlockCut: an output past textLimit (8 KiB) reaches the model's
+// text block cut, at a rune boundary, with a line saying how many more
+// bytes structuredContent holds (which has all of it); the block stays
+// under 8.5 KiB. For a skill's tool and for run_command alike.
+func TestTextBlockCut(t *testing.T) {
+	check := func(t *testing.T, r *mcp.CallToolResult, full string) {
+		t.Helper()
+		got := textOf(r)
+		if r.IsError || len(r.Content) != 1 {
+			t.Fatalf("want one text block and no error: %q", got)
+		}
+		if len(got) >= 8704 {
+			t.Errorf("text block is %d bytes, want under 8.5 KiB", len(got))
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("text block cut inside a rune")
+		}
+		m := regexp.MustCompile(`(?s)^(.*)\n\[\.\.\. (\d+) more bytes in structuredContent\]\n\[exit 0, \d+ ms`).FindStringSubmatch(got)
+		if m == nil {
+			t.Fatalf("text block does not say that it was cut: ...%q", got[max(0, len(got)-200):])
+		}
+		if len(m[1]) > textLimit || len(m[1]) < textLimit-3 || !strings.HasPrefix(full, m[1]) {
+			t.Errorf("text block keeps %d bytes of the output, want its first %d (a rune boundary at most 3 less)", len(m[1]), textLimit)
+		}
+		if more, _ := strconv.Atoi(m[2]); more != len(full)-len(m[1]) {
+			t.Errorf("text block says %d more bytes, the output has %d more", more, len(full)-len(m[1]))
+		}
+		if sc := string(mustJSON(t, r.StructuredContent)); !strings.Contains(sc, bigOutput) {
+			t.Errorf("structuredContent lacks the whole output (%d bytes)", len(sc))
+		}
+	}
+	t.Run("skill", func(t *testing.T) {
+		_, cs := connect(t, newFake(), runner.Options{})
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "calculator", Arguments: map[string]any{"expression": "big"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, _ := json.Marshal(map[string]string{"result": bigOutput})
+		check(t, r, string(full))
+	})
+	t.Run("run_command", func(t *testing.T) {
+		s, _ := commandServer(t, newFake(), Options{})
+		r := callJSON(t, connectClient(t, s, nil), RunCommandTool, map[string]any{"command": []string{"cat"}, "stdin": bigOutput})
+		check(t, r, bigOutput)
+	})
 }
 
 // TestRefusedToolsHidden: a skill every call of which the operator's

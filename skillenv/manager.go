@@ -418,7 +418,10 @@ func buildCause(log string) string {
 		switch {
 		case strings.HasPrefix(l, "npm error ") || strings.HasPrefix(l, "npm ERR! "):
 			msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(l, "npm error "), "npm ERR! "))
-			if strings.HasPrefix(msg, "A complete log") || strings.HasPrefix(msg, "code ") || strings.HasPrefix(msg, "Log files") || msg == "" {
+			// npm's pointers to its log (npm 8 puts the path on a line of
+			// its own) and its error code are not the cause.
+			if strings.HasPrefix(msg, "A complete log") || strings.HasPrefix(msg, "code ") || strings.HasPrefix(msg, "Log files") ||
+				strings.Contains(msg, "/_logs/") || msg == "" {
 				continue
 			}
 			if len(cause) < 2 {
@@ -429,7 +432,8 @@ func buildCause(log string) string {
 			// pip's hash mismatch: the requirement and the two sums follow.
 			for _, next := range lines[i+1 : min(i+6, len(lines))] {
 				if n := strings.TrimSpace(next); strings.HasPrefix(n, "Expected sha256") || strings.HasPrefix(n, "Got ") || strings.Contains(n, " from ") {
-					cause = append(cause, n)
+					// pip aligns the sums with spaces: one is enough on one line.
+					cause = append(cause, strings.Join(strings.Fields(n), " "))
 				}
 			}
 		}

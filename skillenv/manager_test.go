@@ -68,8 +68,16 @@ ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you
     tabulate==0.9.0 from http://127.0.0.1:8080/simple/tabulate/tabulate-0.9.0-py3-none-any.whl:
         Expected sha256 00aa
              Got        d2f0`
-	if got := buildCause(pip); !strings.Contains(got, "DO NOT MATCH THE HASHES") || !strings.Contains(got, "tabulate==0.9.0 from") || !strings.Contains(got, "Expected sha256 00aa") || !strings.Contains(got, "Got        d2f0") {
+	if got := buildCause(pip); !strings.Contains(got, "DO NOT MATCH THE HASHES") || !strings.HasSuffix(got, "; tabulate==0.9.0 from http://127.0.0.1:8080/simple/tabulate/tabulate-0.9.0-py3-none-any.whl:; Expected sha256 00aa; Got d2f0") {
 		t.Errorf("pip: %q", got)
+	}
+	// npm 8 and older: "npm ERR!", the log's path on a line of its own.
+	npm8 := `npm ERR! code E404
+npm ERR! 404 Not Found - GET http://127.0.0.1:9/nosuchpkg - Not found
+npm ERR! A complete log of this run can be found in:
+npm ERR!     /tmp/.npm/_logs/2026-11-25T10_00_00_000Z-debug-0.log`
+	if got := buildCause(npm8); got != "404 Not Found - GET http://127.0.0.1:9/nosuchpkg - Not found" {
+		t.Errorf("npm 8: %q", got)
 	}
 	if got := buildCause("step 1\nsomething broke\n\n"); got != "something broke" {
 		t.Errorf("fallback: %q", got)

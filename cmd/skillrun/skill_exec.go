@@ -101,9 +101,9 @@ func (e *env) execIn(c *cli.Context, rt runtime.Runtime, sk *spec.Skill, opts ru
 			return e.failCode(runner.ExitBadInput, fmt.Errorf("%s %q: %w", verb, sk.Name, err))
 		}
 		if errors.Is(err, skillenv.ErrNotPrepared) {
-			return e.failCode(runner.ExitBadInput, fmt.Errorf("%s %q: %w", verb, sk.Name, err))
+			return e.failCode(runner.ExitBadInput, verbError(verb, sk.Name, err))
 		}
-		return fmt.Errorf("%s %q: %w", verb, sk.Name, err)
+		return verbError(verb, sk.Name, err)
 	}
 	if format == "raw" {
 		for _, n := range res.Notes {

@@ -30,8 +30,8 @@ func depsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "npm-registry", Usage: "npm registry builds install Node packages from (default: npm_config_registry, ~/.npmrc's registry, else registry.npmjs.org)"},
 		&cli.StringFlag{Name: "pip-cert", Usage: "CA bundle pip trusts for the index (default: PIP_CERT; else the host's /etc/ssl)"},
 		&cli.StringFlag{Name: "npm-cafile", Usage: "extra CA bundle Node trusts for the registry (default: NODE_EXTRA_CA_CERTS, ~/.npmrc's cafile)"},
-		&cli.BoolFlag{Name: "allow-source-builds", Usage: "let pip build source distributions (runs their setup code, in the build sandbox); default: binary wheels only"},
-		&cli.BoolFlag{Name: "allow-install-scripts", Usage: "let npm run install scripts (in the build sandbox); default: --ignore-scripts"},
+		&cli.BoolFlag{Name: "allow-source-builds", Usage: "let pip build source distributions (runs their setup code, in the build sandbox)", DefaultText: "false: binary wheels only"},
+		&cli.BoolFlag{Name: "allow-install-scripts", Usage: "let npm run install scripts (in the build sandbox)", DefaultText: "false: npm runs with --ignore-scripts"},
 		&cli.DurationFlag{Name: "build-timeout", Value: skillenv.DefaultBuildTimeout, Usage: "wall-clock limit of one environment build"},
 	}
 }

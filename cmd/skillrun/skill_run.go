@@ -77,9 +77,9 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %w", sk.Name, err))
 				}
 				if errors.Is(err, skillenv.ErrNotPrepared) {
-					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill run %q: %w", sk.Name, err))
+					return e.failCode(runner.ExitBadInput, verbError("skill run", sk.Name, err))
 				}
-				return fmt.Errorf("skill run %q: %w", sk.Name, err)
+				return verbError("skill run", sk.Name, err)
 			}
 			if err := writeResult(e.stdout, res, format); err != nil {
 				return err
@@ -90,6 +90,16 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 			return nil
 		},
 	}
+}
+
+// verbError is err of verb on skill name, for the error line: prefixed
+// with the verb and the skill, unless err already names the skill first
+// (the runner's `skill "NAME": dependencies: ...`), which it says once.
+func verbError(verb, name string, err error) error {
+	if strings.HasPrefix(err.Error(), fmt.Sprintf("skill %q: ", name)) {
+		return err
+	}
+	return fmt.Errorf("%s %q: %w", verb, name, err)
 }
 
 // readInput returns the input document from --input, --input-file or

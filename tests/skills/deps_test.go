@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -336,7 +337,9 @@ func TestDepsPython(t *testing.T) {
 }
 
 // TestDepsNotPrepared: --no-prepare refuses a missing environment with a
-// one-line error and builds nothing (the index is never asked).
+// one-line error whose `skill prepare` command keeps the run's --env-cache
+// (and --pip-index-url when given), and builds nothing (the index is
+// never asked).
 func TestDepsNotPrepared(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
 		ix := newPyIndex(t)
@@ -346,6 +349,16 @@ func TestDepsNotPrepared(t *testing.T) {
 		_, res := m.depsRun(t, 2, sk, "--env-cache", cache, "--pip-index-url", ix.url(), "--no-prepare")
 		if !strings.Contains(res.stderr, "skill prepare") || strings.Count(strings.TrimSpace(res.stderr), "\n") != 0 {
 			t.Errorf("want one line naming skill prepare\n%s", res)
+		}
+		// The command it suggests prepares the environment this run
+		// lacks: the same cache and index as the run's flags.
+		want := "run `skillrun skill prepare --env-cache " + cache + " --pip-index-url " + ix.url() + " " + sk + "` first"
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("the hint must keep the run's --env-cache and --pip-index-url: want %q in\n%s", want, res.stderr)
+		}
+		_, res = m.depsRun(t, 2, sk, "--env-cache", cache, "--no-prepare")
+		if want := "run `skillrun skill prepare --env-cache " + cache + " " + sk + "` first"; !strings.Contains(res.stderr, want) {
+			t.Errorf("without --pip-index-url: want %q in\n%s", want, res.stderr)
 		}
 		ix.mu.Lock()
 		n := len(ix.got)
@@ -701,5 +714,75 @@ func TestDepsSourceBuildContained(t *testing.T) {
 		if hit || strings.Contains(string(r.Output), "canary-93be") {
 			t.Errorf("the host canary reached the environment")
 		}
+	})
+}
+
+// npmStub is an npm registry on loopback that knows one package, marked,
+// at version 1.0.0 only (its packument; no tarball is ever fetched).
+func npmStub(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.TrimPrefix(r.URL.Path, "/") != "marked" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"name":"marked","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"marked","version":"1.0.0","dist":{"tarball":"http://%s/marked/-/marked-1.0.0.tgz","shasum":"0000000000000000000000000000000000000000"}}}}`, r.Host)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestDepsBuildErrorLines: the one line a person sees when a dependency
+// build fails names the cause from the package manager's own output
+// (golden, with patterns for the variable parts and for npm's advice,
+// whose wording varies by npm version): npm's "No matching version
+// found", not its pointer to a log inside the gone sandbox; pip's hash
+// mismatch with the requirement and both sums, not only its "Got ..."
+// line. The skill is named once; the build's whole log is kept where the
+// line says.
+func TestDepsBuildErrorLines(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		// check asserts stderr is want (a pattern) and the pointed-to log
+		// holds the cause.
+		check := func(t *testing.T, res result, cache, want, inLog string) {
+			t.Helper()
+			re := regexp.MustCompile(`^skillrun: ` + want + ` \(log: (` + regexp.QuoteMeta(cache) + `/logs/[0-9a-f]{64}\.log)\)\n$`)
+			mt := re.FindStringSubmatch(res.stderr)
+			if mt == nil {
+				t.Fatalf("stderr:\n%q\nwant (pattern):\n%q", res.stderr, re.String())
+			}
+			if b, err := os.ReadFile(mt[1]); err != nil || !strings.Contains(string(b), inLog) {
+				t.Errorf("the kept build log %s lacks %q: %v", mt[1], inLog, err)
+			}
+		}
+		t.Run("npm", func(t *testing.T) {
+			cache := envCache(t, m)
+			sk := depsSkill(t, "npmfail", map[string]string{
+				"package.json": `{"name":"npmfail","version":"1.0.0","dependencies":{"marked":"999.0.0"}}`,
+				"main.js":      "console.log('{}')\n",
+			})
+			_, res := m.depsRun(t, 1, sk, "--env-cache", cache, "--npm-registry", npmStub(t))
+			check(t, res, cache, `skill "npmfail": dependencies: build failed \(exit status 1\): `+
+				`notarget No matching version found for marked@999\.0\.0\.; notarget [^;/]+`, "No matching version found for marked@999.0.0")
+		})
+		t.Run("pip", func(t *testing.T) {
+			ix := newPyIndex(t)
+			ix.addWheel(t, "skilltestpkg", "1.0.0", "def answer():\n    return 42\n")
+			whl, err := os.ReadFile(filepath.Join(ix.dir, "simple", "skilltestpkg", wheelName("skilltestpkg", "1.0.0")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := sha256.Sum256(whl)
+			cache := envCache(t, m)
+			sk := depsSkill(t, "pipfail", map[string]string{
+				"requirements.txt": "skilltestpkg==1.0.0 --hash=sha256:" + strings.Repeat("0", 64) + "\n",
+				"main.py":          pyMain,
+			})
+			_, res := m.depsRun(t, 1, sk, "--env-cache", cache, "--pip-index-url", ix.url())
+			check(t, res, cache, `skill "pipfail": dependencies: build failed \(exit status 1\): `+
+				`ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE\..*?; `+
+				`skilltestpkg==1\.0\.0 from http://[^;]*/skilltestpkg-1\.0\.0-py3-none-any\.whl[^;]*; `+
+				`Expected sha256 0{64}; Got `+fmt.Sprintf("%x", got), fmt.Sprintf("%x", got))
+		})
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -259,9 +260,36 @@ func (m *mode) skillRun(t *testing.T, wantCode int, dir, input string, flags ...
 		if dec.More() {
 			t.Fatalf("stdout has more than one JSON document\n%s", res)
 		}
+		checkLimitWarnings(t, r, res)
 	}
 	m.assertClean(t)
 	return r, res
+}
+
+// notAppliedRE finds the runtime's warning about limits it dropped (no
+// cgroups): "limits not applied: memory, cpu, pids".
+var notAppliedRE = regexp.MustCompile(`limits not applied: ([A-Za-z]+(?:, [A-Za-z]+)*)`)
+
+// checkLimitWarnings fails when stderr warns that a limit was not
+// applied while the result's limits say it is enforced (rootless without
+// cgroups: memory by rlimit_as, pids by rlimit_nproc): the result is the
+// report, and a warning contradicting it misleads.
+func checkLimitWarnings(t *testing.T, r skillResult, res result) {
+	t.Helper()
+	if r.Limits == nil {
+		return
+	}
+	for _, m := range notAppliedRE.FindAllStringSubmatch(res.stderr, -1) {
+		for _, name := range strings.Split(m[1], ", ") {
+			key := name
+			if key == "cpu" {
+				key = "cpus" // the runtime's resource name; the result's limit
+			}
+			if by := r.Limits.Enforcement[key].EnforcedBy; by != "" && by != "none" {
+				t.Errorf("stderr says limit %q was not applied, the result says it is enforced by %s\n%s", name, by, res)
+			}
+		}
+	}
 }
 
 // assertClean checks that skillrun left no bundle behind in TMPDIR, no
