@@ -110,11 +110,16 @@ func (f *fakeRT) Run(ctx context.Context, id string, opts runtime.RunOpts) (int,
 }
 
 // behave plays the skill's program with its input; a command
-// (spec.ExecShell ...) is played by command.
+// (spec.ExecShell ..., or a program by name: spec.Exec.Direct) is played
+// by command.
 func (f *fakeRT) behave(ctx context.Context, id string, opts runtime.RunOpts, in []byte) (int, error) {
 	if args := opts.Spec.Process.Args; len(args) > len(spec.ExecShell) && slices.Equal(args[:len(spec.ExecShell)], spec.ExecShell) {
 		f.started <- id
 		return f.command(ctx, opts, args[len(spec.ExecShell):], in)
+	} else if len(args) > 0 && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, spec.SkillMount+"/") }) {
+		// Not the entry point (its script is under /skill): a command.
+		f.started <- id
+		return f.command(ctx, opts, args, in)
 	}
 	var obj struct{ Expression string }
 	_ = json.Unmarshal(in, &obj)

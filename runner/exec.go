@@ -60,6 +60,25 @@ func resolveScript(sk *spec.Skill, ws string, e spec.Exec) ([]string, string) {
 	return args, script + ": not in " + cwd + "; ran the skill's " + args[i]
 }
 
+// onExecPath reports whether name, a command's program, is found on the
+// sandbox's PATH in a host folder bound there (spec.ExecPathDirs): the
+// first folder that has the name holds a regular file anyone may
+// execute. A name with a slash, or found nowhere there, or not so, is
+// left to the shell wrapper, which reports it (exit 127 or 126) as a
+// shell would.
+func onExecPath(name string, env *spec.DepsEnv) bool {
+	if name == "" || strings.Contains(name, "/") || name == "." || name == ".." {
+		return false
+	}
+	for _, dir := range spec.ExecPathDirs(env) {
+		fi, err := os.Stat(filepath.Join(dir[1], name))
+		if err == nil {
+			return fi.Mode().IsRegular() && fi.Mode().Perm()&0o001 != 0
+		}
+	}
+	return false
+}
+
 // scriptArg is the index of the interpreter's script argument, or -1 when
 // the interpreter runs code from elsewhere (-c, -m, -e).
 func scriptArg(args []string) int {

@@ -155,3 +155,39 @@ func TestExecBadCwdBeforeDeps(t *testing.T) {
 		}
 	}
 }
+
+// TestOnExecPath: a program found on the sandbox's PATH, in the first
+// host folder bound there that has it, as a regular file anyone may run,
+// is exec'd directly; anything else goes through the shell that reports
+// it (127, 126).
+func TestOnExecPath(t *testing.T) {
+	env := &spec.DepsEnv{Dir: t.TempDir(), Python: "python3.11"}
+	bin := filepath.Join(env.Dir, "python", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(bin, "tool"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(bin, "private"), []byte("#!/bin/sh\n"), 0o700)
+	os.WriteFile(filepath.Join(bin, "sh"), []byte("not executable"), 0o644) // shadows /usr/bin/sh
+	os.Mkdir(filepath.Join(bin, "dir"), 0o755)
+	for _, c := range []struct {
+		name string
+		env  *spec.DepsEnv
+		want bool
+	}{
+		{"sh", nil, true}, // /usr/bin/sh
+		{"tool", env, true},
+		{"tool", nil, false},
+		{"private", env, false}, // not executable by the sandbox's user
+		{"sh", env, false},      // the first folder's sh decides
+		{"dir", env, false},
+		{"no-such-command-here", nil, false},
+		{"./tool", env, false},
+		{"scripts/x.sh", nil, false},
+		{"", nil, false},
+	} {
+		if got := onExecPath(c.name, c.env); got != c.want {
+			t.Errorf("onExecPath(%q, env %v) = %v, want %v", c.name, c.env != nil, got, c.want)
+		}
+	}
+}

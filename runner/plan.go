@@ -64,7 +64,6 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 		}
 		e.Args, p.note = resolveScript(sk, ws, e)
 		p.exec = &e
-		p.sopts = append(p.sopts, spec.WithExec(e))
 	}
 	// Without cgroup limits (rootless, no delegation), rlimits bound
 	// memory, tasks and CPU time instead.
@@ -81,6 +80,7 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 			p.release()
 		}
 	}()
+	var depsEnv *spec.DepsEnv
 	if opts.Command == nil && opts.Deps != nil && !sk.Deps.Empty() && p.platform == "linux" {
 		env, info, release, err := opts.Deps.Acquire(ctx, sk)
 		if err != nil {
@@ -88,6 +88,13 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 		}
 		p.envInfo, p.releaseDeps = info, release
 		p.sopts = append(p.sopts, spec.WithDeps(env))
+		depsEnv = env
+	}
+	if p.exec != nil {
+		// A program found on the sandbox's PATH runs without the shell
+		// that reports one that is not (one process start less).
+		p.exec.Direct = p.platform == "linux" && onExecPath(p.exec.Args[0], depsEnv)
+		p.sopts = append(p.sopts, spec.WithExec(*p.exec))
 	}
 	policy, err := spec.Resolve(sk, p.sopts...)
 	if err != nil {

@@ -19,12 +19,16 @@ type Exec struct {
 	// workspace, else SkillMount (ScratchMount for a sandbox without a
 	// skill or workspace).
 	Cwd string
+	// Direct says the caller found Args[0] executable on the sandbox's
+	// PATH: the command is exec'd as it is, without ExecShell (one
+	// process start less).
+	Direct bool
 }
 
-// WithExec runs e instead of the skill's entry point. The command runs
-// under `/bin/sh -c 'exec "$@"'`, so that a command that does not exist
-// or cannot be executed ends as a shell's does (status 127 or 126, one
-// line on stderr naming it) rather than as a runtime error.
+// WithExec runs e instead of the skill's entry point. Unless e.Direct,
+// the command runs under `/bin/sh -c 'exec "$@"'`, so that a command that
+// does not exist or cannot be executed ends as a shell's does (status 127
+// or 126, one line on stderr naming it) rather than as a runtime error.
 func WithExec(e Exec) Option {
 	return func(o *options) { c := e; c.Args = clone(e.Args); o.exec = &c }
 }
@@ -110,13 +114,26 @@ func execRunsNode(e *Exec) bool {
 // interpreters and tools first.
 func execPath(d *DepsEnv) string {
 	var dirs []string
+	for _, dir := range ExecPathDirs(d) {
+		dirs = append(dirs, dir[0])
+	}
+	return strings.Join(append(dirs, "/bin"), ":")
+}
+
+// ExecPathDirs are the folders of an exec'd command's PATH that are host
+// folders bound into the sandbox, in PATH's order, each as {the sandbox's
+// path, the host's}: the dependency environment's, then the host's
+// /usr/local/bin and /usr/bin (/usr is bound read-only). PATH ends with
+// /bin, which is the sandbox's own.
+func ExecPathDirs(d *DepsEnv) [][2]string {
+	var dirs [][2]string
 	if d != nil && d.Python != "" {
-		dirs = append(dirs, EnvMount+"/python/bin")
+		dirs = append(dirs, [2]string{EnvMount + "/python/bin", d.Dir + "/python/bin"})
 	}
 	if d != nil && d.Node {
-		dirs = append(dirs, NodeModulesMount+"/.bin")
+		dirs = append(dirs, [2]string{NodeModulesMount + "/.bin", d.Dir + "/node/node_modules/.bin"})
 	}
-	return strings.Join(append(dirs, "/usr/local/bin", "/usr/bin", "/bin"), ":")
+	return append(dirs, [2]string{"/usr/local/bin", "/usr/local/bin"}, [2]string{"/usr/bin", "/usr/bin"})
 }
 
 // execEnv adjusts an exec'd command's environment: PATH with the

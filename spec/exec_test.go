@@ -29,6 +29,11 @@ func TestGenerateExec(t *testing.T) {
 	if want := append(slices.Clone(ExecShell), "python3", "x.py"); !slices.Equal(sp.Process.Args, want) || sp.Process.Cwd != SkillMount {
 		t.Errorf("args %q cwd %q", sp.Process.Args, sp.Process.Cwd)
 	}
+	// A program the caller found on the sandbox's PATH runs without the
+	// shell.
+	if d, err := Generate(s, "linux", append(base, WithExec(Exec{Args: []string{"python3", "x.py"}, Direct: true}))...); err != nil || !slices.Equal(d.Process.Args, []string{"python3", "x.py"}) {
+		t.Errorf("direct exec: %v %v", err, d)
+	}
 	if v, _ := envOf(sp.Process.Env, "PYTHONPATH"); v != SkillMount {
 		t.Errorf("PYTHONPATH %q", v)
 	}

@@ -152,6 +152,9 @@ func processArgs(s *Skill, root string, o *options) []string {
 		return clone(o.command)
 	}
 	if o.exec != nil {
+		if o.exec.Direct {
+			return clone(o.exec.Args)
+		}
 		return append(clone(ExecShell), o.exec.Args...)
 	}
 	args := append([]string(nil), s.Entry.Interpreter...)
