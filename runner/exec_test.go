@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,5 +190,31 @@ func TestOnExecPath(t *testing.T) {
 		if got := onExecPath(c.name, c.env); got != c.want {
 			t.Errorf("onExecPath(%q, env %v) = %v, want %v", c.name, c.env != nil, got, c.want)
 		}
+	}
+}
+
+// TestWarmCommandKeepsExecShell: a sandbox prepared for commands keeps the
+// exec shell in front of every command it will run (its placeholder is
+// never exec'd directly), so a missing or non-executable program ends as
+// in a cold run (127, 126, named); a python3 zygote, found on PATH, is
+// started directly.
+func TestWarmCommandKeepsExecShell(t *testing.T) {
+	sk := spec.Bare()
+	rt := &fakeRT{behave: exited("", "", 0, true)}
+	sb, _, err := Prepare(context.Background(), rt, sk, Options{TempDir: t.TempDir()}, EntryCommand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if n := len(spec.ExecShell); len(sb.cmdPrefix) < n || !reflect.DeepEqual(sb.cmdPrefix[len(sb.cmdPrefix)-n:], spec.ExecShell) {
+		t.Errorf("command prefix %q: want it to end with the exec shell %q", sb.cmdPrefix, spec.ExecShell)
+	}
+	py, _, err := Prepare(context.Background(), rt, sk, Options{TempDir: t.TempDir()}, EntryPython)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer py.Close()
+	if args := py.c.sp.Process.Args; slices.Contains(args, spec.ExecShell[2]) || args[len(args)-3] != "python3" {
+		t.Errorf("python zygote args %q: want python3 -c ZYGOTE after the holder, without the exec shell", args)
 	}
 }

@@ -165,8 +165,11 @@ func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Optio
 }
 
 // commandPlaceholder stands for the command of an EntryCommand sandbox
-// in its spec (the holder replaces it).
-const commandPlaceholder = "true"
+// in its spec (the holder replaces it). A path, so that the plan never
+// finds it on PATH and execs it directly (spec.Exec.Direct): the exec
+// shell stays in front of every command the sandbox runs, which reports
+// one that is missing (127) or not executable (126) as a cold run does.
+const commandPlaceholder = "/.skillrun-command"
 
 // ErrNotWarm is returned by CallCommand for a command it cannot send to
 // a waiting sandbox (a newline in an argument): run it cold.
