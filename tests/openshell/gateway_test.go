@@ -429,9 +429,13 @@ func TestOpenShellDriverGateway(t *testing.T) {
 	sweep(false)
 	for _, id := range ids {
 		e.waitReady(id, "BackendReady")
-		if rec := e.waitRecord(id); rec.Stream != "open: hello from the gateway" || rec.Token != "token-of-"+id {
-			t.Errorf("%s after the reboot: stream %q %q, token %q", id, rec.Stream, rec.StreamErr, rec.Token)
+		rec := e.waitRecord(id)
+		if rec.Stream != "open: hello from the gateway" || rec.Token != "token-of-"+id {
+			t.Errorf("%s after the reboot: stream %q %q, token %q (network %v)", id, rec.Stream, rec.StreamErr, rec.Token, rec.Network)
 		}
+		// The supervisor's network setup works again in a restarted
+		// sandbox, whose rootfs kept the previous run's files.
+		checkSupervisorNetwork(t, rec)
 	}
 	checkStreams("after the reboot and the start sweep", 6)
 	if out, err := e.exec("gw1", "cat", "/sandbox/kept"); err != nil || out != "kept\n" {

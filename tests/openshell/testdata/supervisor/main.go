@@ -212,7 +212,23 @@ func gatewayProbes(rec map[string]any, endpoint, token string) {
 // supervisor does with ip(8) and nft(8) in its sandbox's network namespace
 // (crates/openshell-supervisor-process/src/netns), and reports each step:
 // "ok" or the error.
+//
+// It runs on a goroutine of its own, locked to its thread and never
+// unlocked: the thread enters other network namespaces, and one that a
+// failed step left in one must die with the goroutine, not go back to Go's
+// pool, where the supervisor's own dials and DNS queries would run in that
+// namespace ("network is unreachable", which Go's resolver can report as
+// "no such host").
 func networkSetup() map[string]string {
+	out := make(chan map[string]string)
+	go func() {
+		goruntime.LockOSThread()
+		out <- networkSetupLocked()
+	}()
+	return <-out
+}
+
+func networkSetupLocked() map[string]string {
 	r := map[string]string{}
 	step := func(name string, err error) bool {
 		r[name] = "ok"
@@ -227,8 +243,6 @@ func networkSetup() map[string]string {
 		r["skipped"] = fmt.Sprintf("not in a network namespace of its own: %d links, %v", len(links), err)
 		return r
 	}
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
 	outer, err := netns.Get()
 	if !step("get netns", err) {
 		return r
@@ -242,6 +256,10 @@ func networkSetup() map[string]string {
 			step("make /run/netns shared", unix.Mount("", "/run/netns", "none", unix.MS_SHARED|unix.MS_REC, ""))
 		}
 	}
+	// A restart keeps the rootfs, and with it the file of the previous
+	// run's namespace: `ip netns add` would fail on it (File exists).
+	_ = unix.Unmount("/run/netns/sandbox-test", unix.MNT_DETACH)
+	_ = os.Remove("/run/netns/sandbox-test")
 	inner, err := netns.NewNamed("sandbox-test")
 	if !step("ip netns add", err) {
 		return r
