@@ -54,6 +54,22 @@ func sessionDirs(t *testing.T, root string) []string {
 	return out
 }
 
+// oneSession connects a client to s and writes path with content into its
+// workspace, the only one under root: it returns the client and that
+// workspace.
+func oneSession(t *testing.T, s *Server, root, path, content string) (*mcp.ClientSession, string) {
+	t.Helper()
+	cs := connectClient(t, s, nil)
+	if r := callJSON(t, cs, WriteFileTool, map[string]any{"path": path, "content": content}); r.IsError {
+		t.Fatalf("write_file: %s", text(r))
+	}
+	dirs := sessionDirs(t, root)
+	if len(dirs) != 1 {
+		t.Fatalf("want one workspace, got %v", dirs)
+	}
+	return cs, dirs[0]
+}
+
 // TestRunCommandSessions: each session has its own workspace: the same
 // file name written by two sessions reads back as each one's own, a
 // command of one session runs on its own folder, the result lists the
@@ -144,17 +160,10 @@ func TestRunCommandSessions(t *testing.T) {
 // and the workspace stays on the host).
 func TestCloseWaitsForEndingSession(t *testing.T) {
 	s, root := commandServer(t, newFake(), Options{})
-	a := connectClient(t, s, nil)
-	if r := callJSON(t, a, WriteFileTool, map[string]any{"path": "seed", "content": "x"}); r.IsError {
-		t.Fatalf("write_file: %s", text(r))
-	}
-	dirs := sessionDirs(t, root)
-	if len(dirs) != 1 {
-		t.Fatalf("workspaces: %v", dirs)
-	}
+	a, dir := oneSession(t, s, root, "seed", "x")
 	// Enough files that removing them takes a while.
 	for i := range 500 {
-		if err := os.WriteFile(filepath.Join(dirs[0], fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d", i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -347,18 +356,11 @@ func TestObserveCommandCalls(t *testing.T) {
 // server's Close leave its workspace and what it wrote.
 func TestKeepWorkspaces(t *testing.T) {
 	s, root := commandServer(t, newFake(), Options{KeepWorkspaces: true})
-	a := connectClient(t, s, nil)
-	if r := callJSON(t, a, WriteFileTool, map[string]any{"path": "kept.txt", "content": "kept"}); r.IsError {
-		t.Fatalf("write_file: %s", text(r))
-	}
-	dirs := sessionDirs(t, root)
-	if len(dirs) != 1 {
-		t.Fatalf("want one workspace, got %v", dirs)
-	}
+	a, dir := oneSession(t, s, root, "kept.txt", "kept")
 	a.Close()
 	time.Sleep(200 * time.Millisecond) // the session's end runs in the background
 	s.Close()
-	if b, err := os.ReadFile(filepath.Join(dirs[0], "kept.txt")); err != nil || string(b) != "kept" {
+	if b, err := os.ReadFile(filepath.Join(dir, "kept.txt")); err != nil || string(b) != "kept" {
 		t.Errorf("after the session's end and Close: %v %q", err, b)
 	}
 }

@@ -77,7 +77,7 @@ func (e *env) loadSkill(c *cli.Context) (*spec.Skill, error) {
 func (e *env) loadSkillDir(c *cli.Context, dir string) (*spec.Skill, error) {
 	sk, err := spec.Load(dir)
 	if err != nil {
-		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
+		return nil, e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, oneLine(err)))
 	}
 	e.warnSkill(sk)
 	if err := e.withPackages(c, sk); err != nil {

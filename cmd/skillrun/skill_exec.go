@@ -60,12 +60,8 @@ exits with its status (128+N when killed by signal N).`,
 				return err
 			}
 			prepare(rt)
-			sk, err := spec.Load(args[0])
+			sk, err := e.loadSkillDir(c, args[0])
 			if err != nil {
-				return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", args[0], oneLine(err)))
-			}
-			e.warnSkill(sk)
-			if err := e.withPackages(c, sk); err != nil {
 				return err
 			}
 			opts, err := e.policyOptions(c)

@@ -139,12 +139,8 @@ those of the skills named as DIR). Prints one JSON line per skill.`,
 				if strings.HasPrefix(dir, "-") {
 					return e.usageError("skill prepare: flag %s after the skill folders: flags go first", dir)
 				}
-				sk, err := spec.Load(dir)
+				sk, err := e.loadSkillDir(c, dir)
 				if err != nil {
-					return e.failCode(runner.ExitBadInput, fmt.Errorf("skill %q: %s", dir, strings.ReplaceAll(err.Error(), "\n", "; ")))
-				}
-				e.warnSkill(sk)
-				if err := e.withPackages(c, sk); err != nil {
 					return err
 				}
 				skills = append(skills, sk)

@@ -250,10 +250,7 @@ func TestMCPCommandsHTTPSessions(t *testing.T) {
 			t.Errorf("LEAK: session A's command read session B's workspace: %s", c.text())
 		}
 		// SIGTERM: every workspace and sandbox goes.
-		m.stopServer(t, cmd)
-		if left := entries(root); len(left) != 0 {
-			t.Errorf("session workspaces left after SIGTERM: %v", left)
-		}
+		m.stopServer(t, cmd, root)
 		m.assertClean(t)
 		m.assertNoHostLeftovers(t, rec.finish())
 	})
@@ -460,10 +457,7 @@ func TestMCPCommandsHTTPSessionLife(t *testing.T) {
 			}
 		}
 
-		m.stopServer(t, cmd)
-		if left := entries(root); len(left) != 0 {
-			t.Errorf("session workspaces left after SIGTERM: %v", left)
-		}
+		m.stopServer(t, cmd, root)
 
 		// A session no request comes for within --session-timeout ends
 		// (a second server, on the same state root once the first has
@@ -484,10 +478,7 @@ func TestMCPCommandsHTTPSessionLife(t *testing.T) {
 		if c := callCommandTool(t, ctx, connect(idleURL), "write_file", map[string]any{"path": "x.txt", "content": "x"}); c.r.IsError {
 			t.Errorf("a new session after the idle one ended: %s", c.text())
 		}
-		m.stopServer(t, idleCmd)
-		if left := entries(idleRoot); len(left) != 0 {
-			t.Errorf("session workspaces left after SIGTERM: %v", left)
-		}
+		m.stopServer(t, idleCmd, idleRoot)
 		m.assertClean(t)
 		m.assertNoHostLeftovers(t, rec.finish())
 	})

@@ -87,8 +87,9 @@ func (m *mode) serverPid(cmd *exec.Cmd) int {
 }
 
 // stopServer sends SIGTERM to the `mcp serve` of cmd and waits (20 s at
-// most) for it to exit.
-func (m *mode) stopServer(t *testing.T, cmd *exec.Cmd) {
+// most) for it to exit; each of the server's workspace roots must then be
+// empty.
+func (m *mode) stopServer(t *testing.T, cmd *exec.Cmd, workspaceRoots ...string) {
 	t.Helper()
 	if err := syscall.Kill(m.serverPid(cmd), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -99,6 +100,11 @@ func (m *mode) stopServer(t *testing.T, cmd *exec.Cmd) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server did not exit on SIGTERM")
+	}
+	for _, root := range workspaceRoots {
+		if left := entries(root); len(left) != 0 {
+			t.Errorf("session workspaces left after SIGTERM: %v", left)
+		}
 	}
 }
 
