@@ -1,12 +1,19 @@
 # skillrun: a runc-compatible OCI runtime and sandboxed runner for AI agent skills.
 SHELL := /bin/bash
 GO ?= go
+# Three binaries from cmd/skillrun, installed side by side (see
+# cmd/skillrun/companion.go). Every runc verb a shim calls and every
+# container's init pay their binary's package initialisation
+# (docs/performance.md), so the OCI runtime links only what it uses:
+# skillrun: the OCI runtime (runtimeonly tag: no skill model, MCP SDK or
+# egress server); its skill, sandbox and mcp commands exec skillrun-skills.
 BIN := bin/skillrun
-# The OpenShell compute driver: this program with the openshell tag (gRPC,
-# protobuf, the OCI image stack), a second binary beside skillrun, whose
-# openshell-driver command execs it. Kept off the runtime's path: every runc
-# verb a shim calls and every container's init pay their binary's package
-# initialisation (docs/benchmarks.md).
+# skillrun-skills: the whole program (the skills runner, the MCP server, the
+# network allowlist's egress server).
+BIN_SKILLS := bin/skillrun-skills
+# skillrun-openshell: the whole program and the OpenShell compute driver
+# (gRPC, protobuf, the OCI image stack), which skillrun openshell-driver
+# execs.
 BIN_OPENSHELL := bin/skillrun-openshell
 PKG := github.com/skillrun/skillrun
 VERSION ?= $(shell cat VERSION 2>/dev/null || echo 0.1.0-dev)
@@ -32,14 +39,15 @@ export GOEXPERIMENT := jsonv2
 
 .PHONY: all skillrun static lcfloor test unit integration lint cross bench conformance security-report fuzz demo install clean help deps proto proto-check man dist
 
-all: skillrun ## build bin/skillrun and bin/skillrun-openshell (static, seccomp compiled in)
+all: skillrun ## build bin/skillrun, bin/skillrun-skills and bin/skillrun-openshell (static, seccomp compiled in)
 
 skillrun: static ## same as static
 
-static: deps ## build the static binaries bin/skillrun and bin/skillrun-openshell (the OpenShell driver)
-	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/skillrun
+static: deps ## build the static binaries bin/skillrun (the OCI runtime), bin/skillrun-skills (the skills runner) and bin/skillrun-openshell (the OpenShell driver)
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) runtimeonly" -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/skillrun
+	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o $(BIN_SKILLS) ./cmd/skillrun
 	CGO_ENABLED=1 $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) openshell" -ldflags '$(LDFLAGS)' -o $(BIN_OPENSHELL) ./cmd/skillrun
-	@for b in $(BIN) $(BIN_OPENSHELL); do file $$b | grep -q 'statically linked' || { echo "$$b is not static" >&2; exit 1; }; done
+	@for b in $(BIN) $(BIN_SKILLS) $(BIN_OPENSHELL); do file $$b | grep -q 'statically linked' || { echo "$$b is not static" >&2; exit 1; }; done
 
 deps:
 	@hack/install-deps.sh build
@@ -47,8 +55,9 @@ deps:
 test: static ## run every test: unit, integration (root and rootless), clients, skills
 	hack/test.sh
 
-unit: ## unit tests only (cmd/skillrun also with the openshell tag)
+unit: ## unit tests only (cmd/skillrun also with the runtimeonly and openshell tags)
 	$(GO) test -tags "$(TAGS)" ./...
+	$(GO) test -tags "$(TAGS) runtimeonly" ./cmd/skillrun
 	$(GO) test -tags "$(TAGS) openshell" ./cmd/skillrun
 
 integration: static ## black-box tests of bin/skillrun (RUNTIME=runc to prove them against runc)
@@ -57,6 +66,7 @@ integration: static ## black-box tests of bin/skillrun (RUNTIME=runc to prove th
 lint: deps ## gofmt, go vet (linux and darwin)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags "$(TAGS)" ./...
+	$(GO) vet -tags "$(TAGS) runtimeonly" ./cmd/skillrun
 	$(GO) vet -tags "$(TAGS) openshell" ./cmd/skillrun
 	$(GO) vet -tags integration ./tests/...
 	cd hack/clients/crirun && $(GO) vet ./...
@@ -68,7 +78,7 @@ cross: ## build darwin/amd64, darwin/arm64 and linux/arm64 (static, seccomp); ve
 	GOOS=darwin GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-amd64 ./cmd/skillrun
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/skillrun-darwin-arm64 ./cmd/skillrun
 	# libcontainer needs cgo (nsenter); linked with libseccomp for arm64.
-	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) runtimeonly" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
 	@file bin/skillrun-linux-arm64 | grep -q 'ARM aarch64.*statically linked' || { echo "bin/skillrun-linux-arm64 is not a static arm64 binary" >&2; exit 1; }
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet ./...
 	for p in ./runtime/darwin ./runtime ./seatbelt ./spec ./runner ./cmd/skillrun; do \
@@ -96,6 +106,7 @@ demo: static ## the main job: run the example skills sandboxed (as root: also ro
 
 install: static ## install to /usr/local/bin
 	install -m 0755 $(BIN) /usr/local/bin/skillrun
+	install -m 0755 $(BIN_SKILLS) /usr/local/bin/skillrun-skills
 	install -m 0755 $(BIN_OPENSHELL) /usr/local/bin/skillrun-openshell
 
 man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, from the verbs' own help
@@ -107,9 +118,10 @@ man: deps ## bin/man/skillrun.8 and bin/completion/{skillrun.bash,_skillrun}, fr
 
 dist: static man ## dist/skillrun-VERSION-linux-{amd64,arm64}.tar.gz + SHA256SUMS: static binaries, man page, completions (install: hack/install.sh)
 	@hack/install-deps.sh cross
-	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) runtimeonly" -ldflags '$(LDFLAGS)' -o bin/skillrun-linux-arm64 ./cmd/skillrun
+	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS)" -ldflags '$(LDFLAGS)' -o bin/skillrun-skills-linux-arm64 ./cmd/skillrun
 	$(ARM64_ENV) $(GO) build $(GOFLAGS_BUILD) -tags "$(TAGS) openshell" -ldflags '$(LDFLAGS)' -o bin/skillrun-openshell-linux-arm64 ./cmd/skillrun
-	@for b in bin/skillrun-linux-arm64 bin/skillrun-openshell-linux-arm64; do file $$b | grep -q 'ARM aarch64.*statically linked' || { echo "$$b is not a static arm64 binary" >&2; exit 1; }; done
+	@for b in bin/skillrun-linux-arm64 bin/skillrun-skills-linux-arm64 bin/skillrun-openshell-linux-arm64; do file $$b | grep -q 'ARM aarch64.*statically linked' || { echo "$$b is not a static arm64 binary" >&2; exit 1; }; done
 	hack/dist.sh $(VERSION) bin/skillrun bin/skillrun-linux-arm64
 
 proto: ## regenerate openshell/computev1 from openshell/proto (protoc; generated code is committed)

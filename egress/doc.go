@@ -23,7 +23,9 @@
 // stops, the sandbox has no network at all (fail closed).
 //
 // The API is small: ParseRule and Rule.Match (the pattern rules), Listen
-// and Handoff.Accept (receive the sockets from the sandbox), DialHandoff
-// (the runtime's connection the container's init uses), Serve (serve
-// them until the context ends) and the Report of what was refused.
+// and Handoff.Accept (receive the sockets from the sandbox), Serve (serve
+// them until the context ends), the Report of what was refused, and
+// HelperMain (a detached server's life). The runtime's side of the
+// handoff socket (its connection, the helper's listener) is package
+// handoff, which links neither HTTP nor TLS.
 package egress

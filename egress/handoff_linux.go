@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skillrun/skillrun/egress/handoff"
 	"github.com/skillrun/skillrun/egress/nsinit"
 )
 
@@ -38,17 +38,9 @@ type Handoff struct {
 // name must be nsinit.SocketName) for one runtime to connect to. uid and
 // gid, when not -1, own it.
 func Listen(path string, uid, gid int) (*Handoff, error) {
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	l, err := handoff.Listen(path, uid, gid)
 	if err != nil {
-		return nil, fmt.Errorf("egress: %w", err)
-	}
-	l.SetUnlinkOnClose(true)
-	if err := os.Chmod(path, 0o600); err == nil && uid >= 0 {
-		err = os.Lchown(path, uid, gid)
-		if err != nil {
-			l.Close()
-			return nil, fmt.Errorf("egress: %w", err)
-		}
+		return nil, err
 	}
 	return &Handoff{l: l, path: path}, nil
 }
@@ -182,28 +174,4 @@ func sameSet(a, b []int) bool {
 		}
 	}
 	return true
-}
-
-// DialHandoff connects to the handoff socket at path and returns the
-// connection as a blocking descriptor, for the runtime to pass to the
-// container's init (the last of its extra files; see nsinit.FromInit).
-func DialHandoff(path string) (*os.File, error) {
-	if filepath.Base(path) != nsinit.SocketName {
-		return nil, fmt.Errorf("egress: handoff socket %q: want a socket named %s", path, nsinit.SocketName)
-	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("egress: %w", err)
-	}
-	for {
-		err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("egress: connect to %s: %w", path, err)
-	}
-	return os.NewFile(uintptr(fd), "egress-handoff"), nil
 }

@@ -15,19 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/skillrun/skillrun/egress/nsinit"
 	"github.com/skillrun/skillrun/egress/policy"
 )
-
-// HelperArg is the first argument of `BINARY HelperArg ALLOW RESOLVE ...`,
-// the detached egress server the Linux back end starts for a container
-// whose spec asks for an allowlist through annotations (plain OCI bundles,
-// as containerd or podman create them) when no caller serves it: it
-// inherits the handoff listener as descriptor 3, receives the sandbox's
-// sockets from the container's init and serves them until that init
-// exits. The back end adds its own arguments after these two and calls
-// HelperMain with ALLOW and RESOLVE.
-const HelperArg = "__skillrun-egress-helper"
 
 // helperAcceptTimeout bounds the wait for the runtime's connection and the
 // container's init: the container's create must have started its init by
@@ -107,37 +96,4 @@ func HelperMain(allow, resolve string, onInit func(pidfd *os.File) error) (initE
 	default:
 		return false, nil
 	}
-}
-
-// ListenPrivate makes the handoff socket in a new private folder (short
-// path, 0700) that uid and gid (when not -1: the host IDs of the
-// container's root) own, and returns the listener's
-// file for a helper to inherit, and a function that removes both.
-func ListenPrivate(uid, gid int) (path string, file *os.File, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "skillrun-egress-")
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("egress: %w", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	if uid >= 0 {
-		if err := os.Lchown(dir, uid, gid); err != nil {
-			cleanup()
-			return "", nil, nil, fmt.Errorf("egress: %w", err)
-		}
-	}
-	h, err := Listen(filepath.Join(dir, nsinit.SocketName), uid, gid)
-	if err != nil {
-		cleanup()
-		return "", nil, nil, err
-	}
-	// The helper owns the socket from now on: the file is a dup, and the
-	// listener here must not unlink it when it is closed.
-	h.l.SetUnlinkOnClose(false)
-	file, err = h.l.File()
-	h.l.Close()
-	if err != nil {
-		cleanup()
-		return "", nil, nil, fmt.Errorf("egress: %w", err)
-	}
-	return h.path, file, cleanup, nil
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Packs the release tarballs of make dist: for each architecture a folder
-# skillrun-VERSION-linux-ARCH with bin/skillrun and bin/skillrun-openshell
-# (the OpenShell driver: BINARY with -openshell inserted after skillrun),
+# skillrun-VERSION-linux-ARCH with bin/skillrun (the OCI runtime),
+# bin/skillrun-skills (the skills runner) and bin/skillrun-openshell (the
+# OpenShell driver): BINARY, and BINARY with -skills or -openshell inserted
+# after skillrun,
 # share/man/man8/skillrun.8,
 # the bash and zsh completions and README.md, as dist/*.tar.gz, and their
 # sha256 sums in dist/SHA256SUMS (hack/install.sh checks them).
@@ -17,6 +19,7 @@ for arch in amd64 arm64; do
 	name=skillrun-$version-linux-$arch
 	d=dist/$name
 	install -D -m 0755 "$bin" "$d/bin/skillrun"
+	install -D -m 0755 "${bin/skillrun/skillrun-skills}" "$d/bin/skillrun-skills"
 	install -D -m 0755 "${bin/skillrun/skillrun-openshell}" "$d/bin/skillrun-openshell"
 	install -D -m 0644 bin/man/skillrun.8 "$d/share/man/man8/skillrun.8"
 	install -D -m 0644 bin/completion/skillrun.bash "$d/share/bash-completion/completions/skillrun"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs a skillrun release tarball (make dist): checks it against the
-# SHA256SUMS file next to it, then installs the binaries (skillrun, and
-# skillrun-openshell: the OpenShell driver), the man page and
+# SHA256SUMS file next to it, then installs the binaries (skillrun, the OCI
+# runtime; skillrun-skills, the skills runner; skillrun-openshell, the
+# OpenShell driver), the man page and
 # the shell completions under PREFIX (default /usr/local), and says what it
 # installed. Nothing else is touched: no Go toolchain, no packages.
 #
@@ -34,10 +35,12 @@ trap 'rm -rf "$tmp"' EXIT
 tar -C "$tmp" -xzf "$tarball"
 src=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d | head -n 1)
 install -D -m 0755 "$src/bin/skillrun" "$prefix/bin/skillrun"
+install -D -m 0755 "$src/bin/skillrun-skills" "$prefix/bin/skillrun-skills"
 install -D -m 0755 "$src/bin/skillrun-openshell" "$prefix/bin/skillrun-openshell"
 install -D -m 0644 "$src/share/man/man8/skillrun.8" "$prefix/share/man/man8/skillrun.8"
 install -D -m 0644 "$src/share/bash-completion/completions/skillrun" "$prefix/share/bash-completion/completions/skillrun"
 install -D -m 0644 "$src/share/zsh/site-functions/_skillrun" "$prefix/share/zsh/site-functions/_skillrun"
 echo "install: $prefix/bin/skillrun ($("$prefix/bin/skillrun" --version | sed -n 1p))"
+echo "install: $prefix/bin/skillrun-skills (the skills runner: skillrun skill, sandbox and mcp run it)"
 echo "install: $prefix/bin/skillrun-openshell (the OpenShell driver: skillrun openshell-driver runs it)"
 echo "install: $prefix/share/man/man8/skillrun.8, bash and zsh completions"

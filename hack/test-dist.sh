@@ -17,8 +17,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "test-dist: FAIL: $*" >&2; exit 1; }
 
-# check_binaries TARBALL ARCH: the tarball's bin/skillrun and
-# bin/skillrun-openshell are static ELF executables for ARCH whose
+# check_binaries TARBALL ARCH: the tarball's bin/skillrun, bin/skillrun-skills
+# and bin/skillrun-openshell are static ELF executables for ARCH whose
 # `features` reports seccomp enabled with libseccomp linked in (the skill
 # spec always has a seccomp filter, and libcontainer built without seccomp
 # refuses such a config: no sandbox would run). A foreign architecture's
@@ -41,7 +41,7 @@ check_binaries() {
 		;;
 	*) fail "cannot run $arch binaries on $(uname -m)" ;;
 	esac
-	for b in "$d"/*/bin/skillrun "$d"/*/bin/skillrun-openshell; do
+	for b in "$d"/*/bin/skillrun "$d"/*/bin/skillrun-skills "$d"/*/bin/skillrun-openshell; do
 		[ -f "$b" ] || fail "$tarball: no $b"
 		desc=$(file -b "$b")
 		[[ $desc == "$want"* ]] || fail "$(basename "$tarball"): ${b#"$d"/}: $desc; want $want"
@@ -57,7 +57,7 @@ check_binaries() {
 				fail "$(basename "$tarball"): ${b#"$d"/}: go version -m shows no seccomp build tag"
 		fi
 	done
-	echo "test-dist: $(basename "$tarball"): bin/skillrun and bin/skillrun-openshell are static $arch executables with seccomp (libseccomp $(jq -r '.annotations["io.github.seccomp.libseccomp.version"]' <<<"$feats"))${run[*]:+, run under ${run[*]}}"
+	echo "test-dist: $(basename "$tarball"): bin/skillrun, bin/skillrun-skills and bin/skillrun-openshell are static $arch executables with seccomp (libseccomp $(jq -r '.annotations["io.github.seccomp.libseccomp.version"]' <<<"$feats"))${run[*]:+, run under ${run[*]}}"
 }
 n=0
 for t in dist/skillrun-*-linux-*.tar.gz; do
@@ -74,6 +74,11 @@ grep -q '^skillrun version ' <<<"$version" || fail "--version printed: $version"
 # The OpenShell driver: its own binary, run by skillrun's command of the
 # same name (its --help is the driver's, with its flags).
 [ -x "$tmp/prefix/bin/skillrun-openshell" ] || fail "no bin/skillrun-openshell installed"
+# The skills runner: its own binary, run by skillrun's skill, sandbox and
+# mcp commands (their --help is its, with the subcommands).
+[ -x "$tmp/prefix/bin/skillrun-skills" ] || fail "no bin/skillrun-skills installed"
+help=$("$tmp/prefix/bin/skillrun" skill --help) || fail "skillrun skill --help exited $?"
+grep -q -- 'exec' <<<"$help" || fail "skillrun skill --help is not the skills runner's: $help"
 help=$("$tmp/prefix/bin/skillrun" openshell-driver --help) || fail "skillrun openshell-driver --help exited $?"
 grep -q -- '--supervisor-bin' <<<"$help" || fail "skillrun openshell-driver --help is not the driver's: $help"
 grep -q '^\.TH skillrun 8' "$tmp/prefix/share/man/man8/skillrun.8" || fail "man page"

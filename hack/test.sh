@@ -22,7 +22,7 @@ else
 fi
 
 bin=$(pwd)/bin/skillrun
-{ [ -x "$bin" ] && [ -x "$bin-openshell" ]; } || make static
+{ [ -x "$bin" ] && [ -x "$bin-skills" ] && [ -x "$bin-openshell" ]; } || make static
 
 # The rootless tests run the binary, and read skill folders, as the test
 # user. A checkout in a folder that user cannot enter (a clone under
@@ -62,6 +62,7 @@ step() {
 
 if [ "$what" = all ] || [ "$what" = unit ]; then
 	step unit go test -tags "$TAGS" -count=1 ./...
+	step unit-runtimeonly go test -tags "$TAGS runtimeonly" -count=1 ./cmd/skillrun
 	step unit-openshell go test -tags "$TAGS openshell" -count=1 ./cmd/skillrun
 	# A short fuzz run of each target beyond its committed seed corpus.
 	step fuzz env FUZZTIME="${FUZZTIME:-10s}" hack/fuzz.sh

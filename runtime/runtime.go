@@ -236,6 +236,14 @@ type Options struct {
 	// state entries). Libraries never log; the CLI decides where these go.
 	// Nil discards them.
 	Warn func(msg string)
+	// EgressHelper, for the Linux back end, names the program it starts as
+	// the detached egress server of a container whose spec asks for a
+	// network allowlist through annotations and that no caller serves
+	// (`PROGRAM handoff.HelperArg ...`, which must call the back end's
+	// EgressHelperMain): asked only when such a container is created, its
+	// error refuses that create. Nil is this program. The OCI runtime's
+	// binary, which links no egress server, names the binary that does.
+	EgressHelper func() (string, error)
 }
 
 // ExitInfo is what Run observed about a foreground container's life. Run

@@ -14,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/skillrun/skillrun/runtime"
 )
@@ -56,6 +57,9 @@ type env struct {
 	stderr io.Writer
 	// backend builds the engine; tests replace it with the fake.
 	backend func(runtime.Options) (runtime.Runtime, error)
+	// execve replaces this process with a companion binary (unix.Exec;
+	// companion.go); tests record it instead. Nil: the command fails.
+	execve func(path string, argv, envv []string) error
 	// log is the logger every command reports through.
 	log *logrus.Logger
 	// logToStderr is true when --log is not set (errors then go to stderr
@@ -73,11 +77,12 @@ type env struct {
 
 // run executes the CLI and returns the process exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{argv: args, stdin: stdin, stdout: stdout, stderr: stderr, backend: newBackend}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, backend: newBackend, execve: unix.Exec}
 	return e.run(args)
 }
 
 func (e *env) run(args []string) int {
+	e.argv = args
 	e.log = logrus.New()
 	e.log.SetOutput(e.stderr)
 	e.log.SetFormatter(plainFormatter{})
@@ -307,7 +312,7 @@ func (e *env) skillEngine(c *cli.Context) (runtime.Runtime, error) {
 }
 
 func (e *env) engineOptions(c *cli.Context) runtime.Options {
-	return runtime.Options{
+	return withEgressHelper(runtime.Options{
 		Root:          c.String("root"),
 		SystemdCgroup: c.Bool("systemd-cgroup"),
 		Rootless:      c.String("rootless"),
@@ -315,7 +320,7 @@ func (e *env) engineOptions(c *cli.Context) runtime.Options {
 		AcceptDegradation: c.Bool("accept-degradation"),
 		Debug:             c.Bool("debug"),
 		Warn:              func(msg string) { e.log.Warn(msg) },
-	}
+	})
 }
 
 // darwinRoot: /run cannot be created on macOS and XDG_RUNTIME_DIR is

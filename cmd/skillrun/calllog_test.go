@@ -1,3 +1,5 @@
+//go:build !runtimeonly
+
 package main
 
 import (

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/skillrun/skillrun/egress"
 	"github.com/skillrun/skillrun/runtime/linux"
 )
 
@@ -16,19 +15,9 @@ import (
 // container's init, is runtime/linux/containerinit's: it runs before this
 // package and the packages only the command line needs are initialised.)
 func init() {
-	if len(os.Args) < 2 {
-		return
-	}
-	switch os.Args[1] {
-	case linux.HookStateArg:
+	if len(os.Args) >= 2 && os.Args[1] == linux.HookStateArg {
 		err := linux.HookShim(os.Args[2:], os.Stdin)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
-	case egress.HelperArg:
-		if err := linux.EgressHelperMain(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
 	}
 }

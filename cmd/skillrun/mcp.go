@@ -1,3 +1,5 @@
+//go:build !runtimeonly
+
 package main
 
 import (
@@ -24,7 +26,7 @@ import (
 func mcpCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:        "mcp",
-		Usage:       "serve skills to agents over the Model Context Protocol",
+		Usage:       mcpUsage,
 		Subcommands: []*cli.Command{mcpServeCommand(e)},
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !runtimeonly
+
 package main
 
 import (
@@ -14,7 +16,7 @@ import (
 func sandboxCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "sandbox",
-		Usage:     "run any command in a one-off sandbox: the current folder (or --workspace) at /workspace, no network, no host secrets",
+		Usage:     sandboxUsage,
 		ArgsUsage: "[flags] -- CMD [ARG...]",
 		Description: `Runs CMD in the same hardened sandbox as a skill, without one: the
 current folder (or --workspace DIR) read-write at /workspace (the working
@@ -68,10 +70,10 @@ envelope and exits as "skill run" does.`,
 	}
 }
 
-// sandboxUsage is what sandbox says of the flags it shares with the skill
+// sandboxFlagUsage is what sandbox says of the flags it shares with the skill
 // verbs where their words do not apply: it has no skill (no /skill, no
 // sandbox.yaml).
-var sandboxUsage = map[string]string{
+var sandboxFlagUsage = map[string]string{
 	"cwd":          "working directory, /workspace or a folder inside it (default: /workspace)",
 	"network":      "network grant: none or allow (loopback only, plus the --allow-host hosts: no skill declares any) or host (FULL host network, unfiltered)",
 	"allow-host":   "grant HOST:PORT or *.DOMAIN:PORT through the allowlist (repeatable; nothing else is reachable)",
@@ -81,7 +83,7 @@ var sandboxUsage = map[string]string{
 }
 
 // forSandbox rewords flags shared with the skill verbs for sandbox (see
-// sandboxUsage); the defaults are the built-in ones, with no manifest to
+// sandboxFlagUsage); the defaults are the built-in ones, with no manifest to
 // come first.
 func forSandbox(flags []cli.Flag) []cli.Flag {
 	for _, f := range flags {
@@ -100,7 +102,7 @@ func forSandbox(flags []cli.Flag) []cli.Flag {
 		default:
 			continue
 		}
-		if u, ok := sandboxUsage[f.Names()[0]]; ok {
+		if u, ok := sandboxFlagUsage[f.Names()[0]]; ok {
 			*usage = u
 		}
 		*def = strings.TrimPrefix(*def, "manifest, else ")

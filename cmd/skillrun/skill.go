@@ -1,3 +1,5 @@
+//go:build !runtimeonly
+
 package main
 
 import (
@@ -17,7 +19,7 @@ import (
 func skillCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:  "skill",
-		Usage: "validate, inspect, bundle and run Agent Skills",
+		Usage: skillUsage,
 		Description: `A skill is a folder with SKILL.md (Agent Skills format), scripts and an
 optional sandbox.yaml manifest. See docs/skills.md.
 

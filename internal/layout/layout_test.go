@@ -6,8 +6,10 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -244,5 +246,53 @@ func TestCheckImport(t *testing.T) {
 		if got := checkImport(mod, table, 7, c.dir, from, c.im); (got != "") != c.bad {
 			t.Errorf("%s importing %s: %q, want a problem: %v", c.dir, c.im, got, c.bad)
 		}
+	}
+}
+
+// TestRuntimeBinaryLinks: skillrun, the OCI runtime (cmd/skillrun with the
+// runtimeonly tag), links none of what only the skills runner, the MCP
+// server, the egress server or the OpenShell driver need: every verb a
+// shim calls and every container's init would pay their package
+// initialisation (docs/performance.md). The whole program (no tag) does
+// link them, which shows the check sees them.
+func TestRuntimeBinaryLinks(t *testing.T) {
+	mod := module(t)
+	forbidden := []string{
+		"net/http", "crypto/tls", "encoding/gob",
+		"go.yaml.in/yaml/v3", "github.com/google/jsonschema-go/jsonschema",
+		"github.com/modelcontextprotocol/go-sdk/mcp", "google.golang.org/grpc",
+		mod + "/spec", mod + "/runner", mod + "/mcpserver", mod + "/skillenv",
+		mod + "/egress", mod + "/openshell",
+	}
+	deps := func(tags string) map[string]bool {
+		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", "-tags", tags, "./cmd/skillrun")
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "GOOS=linux", "CGO_ENABLED=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Skipf("skipped: go list -deps cannot run here: %v", err)
+		}
+		set := map[string]bool{}
+		for _, p := range strings.Fields(string(out)) {
+			set[p] = true
+		}
+		return set
+	}
+	lean, whole := deps("seccomp osusergo netgo urfave_cli_no_docs runtimeonly"), deps("seccomp osusergo netgo urfave_cli_no_docs")
+	for _, p := range forbidden {
+		if p == mod+"/openshell" || p == "google.golang.org/grpc" {
+			continue // the openshell tag's only
+		}
+		if !whole[p] {
+			t.Errorf("the whole program does not link %s: this check is stale", p)
+		}
+	}
+	for _, p := range forbidden {
+		if lean[p] {
+			t.Errorf("skillrun (runtimeonly) links %s", p)
+		}
+	}
+	if !lean["github.com/opencontainers/runc/libcontainer"] {
+		t.Errorf("skillrun (runtimeonly) does not link libcontainer: the go list is wrong")
 	}
 }

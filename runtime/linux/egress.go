@@ -17,7 +17,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"github.com/skillrun/skillrun/egress"
+	"github.com/skillrun/skillrun/egress/handoff"
 	"github.com/skillrun/skillrun/egress/policy"
 	"github.com/skillrun/skillrun/runtime"
 )
@@ -42,13 +42,14 @@ func egressHandoff(config *configs.Config, spec *specs.Spec, sock string) (*os.F
 	if !config.Namespaces.Contains(configs.NEWNET) || config.Namespaces.PathOf(configs.NEWNET) != "" {
 		return nil, errors.New("network allowlist: the container needs a new network namespace of its own (linux.namespaces: network, without a path)")
 	}
-	return egress.DialHandoff(sock)
+	return handoff.Dial(sock)
 }
 
 // startEgressHelper starts, when spec asks for an allowlist through its
 // annotations and no caller serves it (plain OCI bundles: run, create and
 // start by hand or by containerd and podman), a detached egress server
-// for container id (egress.HelperArg, EgressHelperMain): it inherits the
+// for container id (handoff.HelperArg, EgressHelperMain, in this program
+// or the one Options.EgressHelper names): it inherits the
 // handoff listener, receives the sandbox's sockets from the container's
 // init during create and serves them until the container's init exits.
 // It returns the handoff socket, and done, to call once create is over:
@@ -64,8 +65,14 @@ func (r *Runtime) startEgressHelper(spec *specs.Spec, id string) (sock string, d
 	if _, err := policy.FromAnnotations(allow, resolve); err != nil {
 		return "", nil, fmt.Errorf("annotation %s: %w", policy.AnnotationAllow, err)
 	}
+	prog := "/proc/self/exe"
+	if r.egressHelper != nil {
+		if prog, err = r.egressHelper(); err != nil {
+			return "", nil, fmt.Errorf("annotation %s: %w", policy.AnnotationAllow, err)
+		}
+	}
 	// Only this process connects to it: it stays this user's.
-	path, file, cleanup, err := egress.ListenPrivate(-1, -1)
+	path, file, cleanup, err := handoff.ListenPrivate(-1, -1)
 	if err != nil {
 		return "", nil, err
 	}
@@ -76,7 +83,7 @@ func (r *Runtime) startEgressHelper(spec *specs.Spec, id string) (sock string, d
 	// container (--preserve-fds) still reach it: exec dups them into
 	// place whatever their flag here.
 	closeOnExecFrom(3)
-	cmd := exec.Command("/proc/self/exe", egress.HelperArg, allow, resolve, r.root, id,
+	cmd := exec.Command(prog, handoff.HelperArg, allow, resolve, r.root, id,
 		strconv.FormatBool(r.systemd), strconv.FormatBool(r.rootlessCgroups))
 	cmd.ExtraFiles = []*os.File{file}
 	// Its own session: signals to the caller's process group (a ^C of
@@ -115,9 +122,17 @@ func closeOnExecFrom(fd int) {
 	}
 }
 
-// EgressHelperMain is the egress helper's process (`BINARY egress.HelperArg
+// ServeEgress is the egress server of a helper (egress.HelperMain): it
+// serves the allowlist of allow and resolve (the annotations' values) on
+// the handoff listener inherited as descriptor 3 until the container's
+// init has exited (initExited), a signal or an error, and calls onInit
+// with a pidfd of the init before the init may go on.
+type ServeEgress func(allow, resolve string, onInit func(pidfd *os.File) error) (initExited bool, err error)
+
+// EgressHelperMain is the egress helper's process (`BINARY handoff.HelperArg
 // ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS`, started by startEgressHelper):
-// it serves the allowlist of container ID under state root ROOT, and ties
+// through serve it serves the allowlist of container ID under state root
+// ROOT, and ties
 // the container to its own life. The container is registered with a
 // lifetime guard of this process in keep mode, and the identity of its
 // init (pid and start time) is told to the guard before the handoff lets
@@ -128,7 +143,7 @@ func closeOnExecFrom(fd int) {
 // as a detached container's must. Only that init's container is killed:
 // a later container of the same ID (a restart) is not this helper's. The
 // guard is released once the init has exited.
-func EgressHelperMain(args []string) error {
+func EgressHelperMain(args []string, serve ServeEgress) error {
 	if len(args) != 6 {
 		return errors.New("egress helper: want ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS")
 	}
@@ -158,7 +173,7 @@ func EgressHelperMain(args []string) error {
 		}
 		return g.(*guard).setInit(pid, st.StartTime)
 	}
-	exited, err := egress.HelperMain(args[0], args[1], onInit)
+	exited, err := serve(args[0], args[1], onInit)
 	if exited {
 		g.Release()
 	}

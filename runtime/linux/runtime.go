@@ -41,6 +41,9 @@ type Runtime struct {
 	// guards is this runtime's lifetime guard client (Guard); nil in a
 	// Runtime the guard process itself makes, which never guards.
 	guards *guardClient
+	// egressHelper names the program started as a container's egress
+	// server (runtime.Options.EgressHelper; nil: /proc/self/exe).
+	egressHelper func() (string, error)
 }
 
 var (
@@ -95,7 +98,7 @@ func New(opts runtime.Options) (*Runtime, error) {
 		return nil, err
 	}
 	r := &Runtime{root: root, systemd: opts.SystemdCgroup, rootlessCgroups: rc, warn: opts.Warn, limitsReported: opts.LimitsReported,
-		guards: newGuardClient("/proc/self/exe")}
+		guards: newGuardClient("/proc/self/exe"), egressHelper: opts.EgressHelper}
 	if r.warn == nil {
 		r.warn = func(string) {}
 	}

@@ -26,11 +26,15 @@ import (
 func ReapOrphans(binaryPath string) {
 	self := strconv.Itoa(os.Getpid())
 	own := map[string]bool{"runuser": true, "env": true}
-	rb := filepath.Base(binaryPath)
-	if len(rb) > 15 {
-		rb = rb[:15] // /proc/PID/stat's comm is truncated to 15 bytes
+	// The binary, and the companions it execs in place (skillrun
+	// skill ... becomes skillrun-skills).
+	for _, suffix := range append([]string{""}, companionSuffixes...) {
+		rb := filepath.Base(binaryPath) + suffix
+		if len(rb) > 15 {
+			rb = rb[:15] // /proc/PID/stat's comm is truncated to 15 bytes
+		}
+		own[rb] = true
 	}
-	own[rb] = true
 	// A zombie child of ours may be a direct child whose exec.Cmd.Wait is
 	// about to collect it (a "go build" the test ran): reaping it would
 	// make that Wait fail with ECHILD. Orphans are reaped only once they

@@ -76,7 +76,9 @@ type Stage struct {
 
 // Exec returns path when user can execute it, else a copy of it (same
 // base name: the suites key runtimes and processes on it, mode 0755) in
-// the stage folder, checked executable by user in turn.
+// the stage folder, checked executable by user in turn, with copies of
+// its companion binaries beside it (skillrun execs skillrun-skills and
+// skillrun-openshell from its own folder).
 func (s *Stage) Exec(user, path string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,12 +99,23 @@ func (s *Stage) Exec(user, path string) (string, error) {
 	if err := copyFile(path, c, 0o755); err != nil {
 		return "", fmt.Errorf("copy %s for %s: %w", path, user, err)
 	}
+	for _, suffix := range companionSuffixes {
+		if fi, err := os.Stat(path + suffix); err == nil && fi.Mode().IsRegular() {
+			if err := copyFile(path+suffix, c+suffix, 0o755); err != nil {
+				return "", fmt.Errorf("copy %s for %s: %w", path+suffix, user, err)
+			}
+		}
+	}
 	if err := CanExec(user, c); err != nil {
 		return "", fmt.Errorf("%s cannot execute %s (%v), nor the copy in %s: %w (set %s or TMPDIR to a folder %s can enter)", user, path, why, c, err, StageDirEnv, user)
 	}
 	s.remember(key, c)
 	return c, nil
 }
+
+// companionSuffixes name the binaries installed beside a binary under test
+// that it execs (skillrun: skillrun-skills, skillrun-openshell).
+var companionSuffixes = []string{"-skills", "-openshell"}
 
 // Read returns root when user can read root/rel, for every rel, and
 // everything in them; else a stage folder holding a copy of each root/rel

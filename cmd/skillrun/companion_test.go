@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-func TestFindOpenShellBinary(t *testing.T) {
+func TestFindCompanion(t *testing.T) {
 	dir, other := t.TempDir(), t.TempDir()
 	exe := filepath.Join(dir, "skillrun")
 	t.Setenv("PATH", other)
 	// None beside exe nor in PATH: an error naming the binary and where
 	// it was looked for.
-	_, err := findOpenShellBinary(exe)
+	_, err := findCompanion(exe, openshellBinary, "the OpenShell driver")
 	if err == nil || !strings.Contains(err.Error(), "skillrun-openshell") || !strings.Contains(err.Error(), "beside "+exe) {
 		t.Fatalf("none installed: err = %v", err)
 	}
@@ -22,7 +22,7 @@ func TestFindOpenShellBinary(t *testing.T) {
 	if err := os.WriteFile(inPath, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findOpenShellBinary(exe); err != nil || got != inPath {
+	if got, err := findCompanion(exe, openshellBinary, "the OpenShell driver"); err != nil || got != inPath {
 		t.Errorf("in PATH: %q, %v; want %q", got, err, inPath)
 	}
 	// Beside exe but not executable: PATH's.
@@ -30,14 +30,14 @@ func TestFindOpenShellBinary(t *testing.T) {
 	if err := os.WriteFile(beside, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := findOpenShellBinary(exe); got != inPath {
+	if got, _ := findCompanion(exe, openshellBinary, "the OpenShell driver"); got != inPath {
 		t.Errorf("a non-executable file beside skillrun was taken: %q", got)
 	}
 	// Beside exe: first.
 	if err := os.Chmod(beside, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findOpenShellBinary(exe); err != nil || got != beside {
+	if got, err := findCompanion(exe, openshellBinary, "the OpenShell driver"); err != nil || got != beside {
 		t.Errorf("beside skillrun: %q, %v; want %q", got, err, beside)
 	}
 }
