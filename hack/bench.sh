@@ -27,10 +27,11 @@ One command, one run, all peers side by side. Each figure is min / median / p95 
 >= 50 iterations after warm-up (hyperfine -N, no shell in the measured command), taken in 6 rounds
 in which the peers of a table take turns (2 rounds with --quick), so a shared machine's drift
 does not favour one peer:
-  proc         process start: \`RT --version\` for skillrun, runc, crun (and skillrun-openshell, the
-               OpenShell driver's binary: what the split keeps off the runtime's path)
+  proc         process start: \`RT --version\` for skillrun, runc, crun (and skillrun-skills and
+               skillrun-openshell, the companion binaries: what the split keeps off the runtime's path)
   init         the container's init up to libcontainer's: \`BINARY init\` with GODEBUG=inittrace=1,
-               the clock at libcontainer's package init, skillrun vs lcfloor
+               the clock at libcontainer's package init, skillrun (an OCI container's) and
+               skillrun-skills (a skill sandbox's) vs lcfloor
   cold run     \`RT run\` of a /bin/true bundle (busybox-static rootfs, no tty, --root on a tmpfs)
                for skillrun, runc, crun, and a bare fork+exec of /bin/true as the floor
   create       \`RT create\` alone (the container is deleted in hyperfine's --prepare)
@@ -279,14 +280,17 @@ script() {
 # --- 0. the runtime's own start ------------------------------------------------------------------
 if [ "$only_egress" != 1 ]; then
 # Process start: `RT --version`, what every verb a shim calls pays before its work (package
-# initialisation, page faults of the binary). skillrun-openshell (the OpenShell driver, the same
-# program with gRPC and the image stack) shows what the split saves.
+# initialisation, page faults of the binary). skillrun-skills (the whole program: the skill model,
+# the MCP SDK, the egress server) and skillrun-openshell (the same with gRPC and the image stack)
+# show what the split saves.
 for r in "${peers[@]}"; do
 	hf proc "$r" -- "${rt_path[$r]}" --version
 done
-if [ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-openshell" ]; then
-	hf proc skillrun-openshell -- "${rt_path[skillrun]}-openshell" --version
-fi
+for c in skills openshell; do
+	if [ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-$c" ]; then
+		hf proc "skillrun-$c" -- "${rt_path[skillrun]}-$c" --version
+	fi
+done
 measure proc
 
 # The container's init up to libcontainer's: `BINARY init` re-executed by libcontainer runs every
@@ -308,6 +312,8 @@ init_prelude() {
 		printf "init\t%s\t%d\t%.2f\t%.2f\t%.2f\tms\t\n", p, NR, v[1], m, v[k]}' >>"$tsv"
 }
 [ -n "${rt_path[skillrun]:-}" ] && init_prelude skillrun "${rt_path[skillrun]}"
+# The init of a skill's sandbox: skillrun-skills runs it (libcontainer re-executes its caller).
+[ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-skills" ] && init_prelude skillrun-skills "${rt_path[skillrun]}-skills"
 if [ "$lc_ok" = 1 ]; then init_prelude lcfloor "$lcfloor"; else row init lcfloor 0 - - - ms "$lc_note"; fi
 fi # only_egress
 
@@ -762,9 +768,15 @@ done
 [ "$skill_ok" = 1 ] && rss skillrun-skill "$skillrun" --root "$work/state/skillrun" skill run "$skill"
 rss bwrap bwrap --unshare-user --unshare-pid --unshare-net --ro-bind /usr /usr --symlink usr/lib64 /lib64 \
 	--symlink usr/lib /lib --symlink usr/bin /bin --proc /proc --dev /dev --die-with-parent /bin/true
-for r in "${peers[@]}"; do
-	size=$(stat -c %s "${rt_path[$r]}")
-	link=$(file -b "${rt_path[$r]}" | grep -o 'statically linked\|dynamically linked' || true)
+sizes=()
+for r in "${peers[@]}"; do sizes+=("$r=${rt_path[$r]}"); done
+for c in skills openshell; do
+	[ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-$c" ] && sizes+=("skillrun-$c=${rt_path[skillrun]}-$c")
+done
+for rp in "${sizes[@]}"; do
+	r=${rp%%=*} p=${rp#*=}
+	size=$(stat -c %s "$p")
+	link=$(file -b "$p" | grep -o 'statically linked\|dynamically linked' || true)
 	awk -v p="$r" -v s="$size" -v l="$link" 'BEGIN {printf "size\t%s\t1\t-\t%.1f\t-\tMiB\t%s\n", p, s / 1048576, l}' >>"$tsv"
 done
 size=$(stat -c %s "$(command -v bwrap)")

@@ -87,8 +87,9 @@ func delegateCommand(e *env, name, usage, argsUsage, binary, what string) *cli.C
 			if e.execve == nil {
 				return fmt.Errorf("%s: cannot exec %s here", name, bin)
 			}
-			argv := append([]string{bin}, e.argv[1:]...)
-			if err := e.execve(bin, argv, os.Environ()); err != nil {
+			// argv[0] stays what the caller ran (ps shows "skillrun
+			// skill run ..."), as the C constructor leaves it.
+			if err := e.execve(bin, e.argv, os.Environ()); err != nil {
 				return &exitError{code: 126, err: fmt.Errorf("%s: %w", bin, err)}
 			}
 			return nil

@@ -66,7 +66,7 @@ func TestDelegateOpenShell(t *testing.T) {
 	}
 	bin := companionInPath(t, openshellBinary)
 	r, calls = callRecording(t, "--root", "/r", "openshell-driver", "--bind-address", "x")
-	want := []execCall{{bin, []string{bin, "--root", "/r", "openshell-driver", "--bind-address", "x"}}}
+	want := []execCall{{bin, []string{"skillrun", "--root", "/r", "openshell-driver", "--bind-address", "x"}}}
 	if !reflect.DeepEqual(calls, want) || r.code != 126 || !strings.Contains(r.stderr, errExecRecorded.Error()) {
 		t.Errorf("exec: %+v, %v; want %v", r, calls, want)
 	}

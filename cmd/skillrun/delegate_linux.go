@@ -83,7 +83,8 @@ __attribute__((constructor)) static void skillrun_delegate(int argc, char **argv
 	strcpy(slash + 1, name);
 	if (access(path, X_OK) != 0)
 		return;
-	argv[0] = path;
+	// argv[0] stays what the caller ran: ps and pgrep still show
+	// "skillrun skill run ...".
 	execve(path, argv, envp);
 	// Not exec'd: the Go command tries again and reports why.
 }

@@ -33,7 +33,7 @@ func TestDelegateSkills(t *testing.T) {
 		{"skill", "--help"},
 	} {
 		r, calls := callRecording(t, args...)
-		want := []execCall{{bin, append([]string{bin}, args...)}}
+		want := []execCall{{bin, append([]string{"skillrun"}, args...)}}
 		if !reflect.DeepEqual(calls, want) || r.code != 126 {
 			t.Errorf("%v: %+v, %v; want %v", args, r, calls, want)
 		}
