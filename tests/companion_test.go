@@ -50,6 +50,21 @@ func TestCompanionExecBeforeGo(t *testing.T) {
 	}
 }
 
+// copyRuntime copies the runtime under test, alone, into dir as
+// skillrun, and returns the copy's path.
+func copyRuntime(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "skillrun")
+	data, err := os.ReadFile(runtimeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // TestCompanionMissing: a skillrun installed without skillrun-skills says
 // so in one line naming it (exit 1) for the skill verbs, and refuses a
 // bundle that asks for a network allowlist, which skillrun-skills serves,
@@ -59,15 +74,7 @@ func TestCompanionMissing(t *testing.T) {
 	if !info().skillrun {
 		t.Skipf("skipped: the companion binaries are skillrun's (runtime %s)", runtimeName)
 	}
-	dir := tempDir(t)
-	bin := filepath.Join(dir, "skillrun")
-	data, err := os.ReadFile(runtimeBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := copyRuntime(t, tempDir(t))
 	r := &rt{t: t, root: filepath.Join(tempDir(t), "state")}
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, append([]string{"--root", r.root}, args...)...)

@@ -320,14 +320,7 @@ func TestExeSealBelowBinary(t *testing.T) {
 		t.Skipf("skipped: the warning is skillrun's (runtime %s)", runtimeName)
 	}
 	dir := tempDir(t)
-	bin := filepath.Join(dir, "skillrun")
-	data, err := os.ReadFile(runtimeBin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := copyRuntime(t, dir)
 	b := newBundle(t, nil, "true")
 	for _, c := range []struct {
 		root string
