@@ -297,24 +297,33 @@ measure proc
 # package initialisation of its binary before libcontainer's init starts. Outside a container
 # (no sync pipe: it stops right after) with GODEBUG=inittrace=1, the clock of libcontainer's own
 # package init line is that time, for skillrun and for lcfloor (libcontainer plus nothing).
-# init_prelude PEER BINARY: runs iterations, recorded in ms.
+# init_prelude PEER=BINARY...: runs iterations of each, the peers taking turns (a drifting
+# machine favours none), recorded in ms.
 init_prelude() {
-	local peer=$1 bin=$2 i f=$out/init-$1.txt
-	: >"$f"
+	local pb peer bin i
+	for pb in "$@"; do : >"$out/init-${pb%%=*}.txt"; done
 	for ((i = 0; i < runs; i++)); do
-		GODEBUG=inittrace=1 "$bin" init </dev/null 2>&1 >/dev/null |
-			awk '$1 == "init" && $2 == "github.com/opencontainers/runc/libcontainer" {sub("@", "", $3); print $3; exit}' >>"$f" || true
+		for pb in "$@"; do
+			peer=${pb%%=*} bin=${pb#*=}
+			GODEBUG=inittrace=1 "$bin" init </dev/null 2>&1 >/dev/null |
+				awk '$1 == "init" && $2 == "github.com/opencontainers/runc/libcontainer" {sub("@", "", $3); print $3; exit}' >>"$out/init-$peer.txt" || true
+		done
 	done
-	sort -n "$f" | awk -v p="$peer" '{v[NR] = $1} END {
-		if (NR == 0) {printf "init\t%s\t0\t-\t-\t-\tms\tfailed: no inittrace line of libcontainer\n", p; exit}
-		m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		k = int(0.95 * NR); if (k < 0.95 * NR) k++
-		printf "init\t%s\t%d\t%.2f\t%.2f\t%.2f\tms\t\n", p, NR, v[1], m, v[k]}' >>"$tsv"
+	for pb in "$@"; do
+		peer=${pb%%=*}
+		sort -n "$out/init-$peer.txt" | awk -v p="$peer" '{v[NR] = $1} END {
+			if (NR == 0) {printf "init\t%s\t0\t-\t-\t-\tms\tfailed: no inittrace line of libcontainer\n", p; exit}
+			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			k = int(0.95 * NR); if (k < 0.95 * NR) k++
+			printf "init\t%s\t%d\t%.2f\t%.2f\t%.2f\tms\t\n", p, NR, v[1], m, v[k]}' >>"$tsv"
+	done
 }
-[ -n "${rt_path[skillrun]:-}" ] && init_prelude skillrun "${rt_path[skillrun]}"
+inits=()
+[ -n "${rt_path[skillrun]:-}" ] && inits+=("skillrun=${rt_path[skillrun]}")
 # The init of a skill's sandbox: skillrun-skills runs it (libcontainer re-executes its caller).
-[ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-skills" ] && init_prelude skillrun-skills "${rt_path[skillrun]}-skills"
-if [ "$lc_ok" = 1 ]; then init_prelude lcfloor "$lcfloor"; else row init lcfloor 0 - - - ms "$lc_note"; fi
+[ -n "${rt_path[skillrun]:-}" ] && [ -x "${rt_path[skillrun]}-skills" ] && inits+=("skillrun-skills=${rt_path[skillrun]}-skills")
+if [ "$lc_ok" = 1 ]; then inits+=("lcfloor=$lcfloor"); else row init lcfloor 0 - - - ms "$lc_note"; fi
+[ "${#inits[@]}" -eq 0 ] || init_prelude "${inits[@]}"
 fi # only_egress
 
 # --- 1. cold run ---------------------------------------------------------------------------------

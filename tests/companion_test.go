@@ -48,6 +48,14 @@ func TestCompanionExecBeforeGo(t *testing.T) {
 			t.Errorf("%v: %d Go runtimes started, want 1 (skillrun-skills' alone)\n%s", args, n, stderr.String())
 		}
 	}
+	// help VERB and VERB --help of a companion's verb are the companion's.
+	for _, args := range [][]string{{"help", "skill"}, {"skill", "--help"}, {"help", "mcp"}} {
+		out, err := exec.Command(runtimeBin, args...).Output()
+		want, werr := exec.Command(runtimeBin+"-skills", args...).Output()
+		if err != nil || werr != nil || string(out) != string(want) || !strings.Contains(string(out), "NAME:") {
+			t.Errorf("%v: %v (%v), want skillrun-skills' help:\n%s\nwant:\n%s", args, err, werr, out, want)
+		}
+	}
 }
 
 // copyRuntime copies the runtime under test, alone, into dir as

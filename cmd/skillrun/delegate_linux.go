@@ -69,7 +69,11 @@ __attribute__((constructor)) static void skillrun_delegate(int argc, char **argv
 	int v = skillrun_verb(argc, argv);
 	if (v < 0)
 		return;
-	const char *name = skillrun_companion(argv[v]);
+	// `skillrun help skill`: the companion's help of its verb.
+	const char *verb = argv[v];
+	if (strcmp(verb, "help") == 0 && v + 1 < argc)
+		verb = argv[v + 1];
+	const char *name = skillrun_companion(verb);
 	if (name == NULL)
 		return;
 	char path[PATH_MAX];

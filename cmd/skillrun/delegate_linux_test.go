@@ -56,6 +56,9 @@ func TestCompanionVerbMatchesApp(t *testing.T) {
 			}
 		}
 	}
+	if _, v := companionVerb([]string{"skillrun", "--root", "/r", "help", "skill"}); v != 3 {
+		t.Errorf("help skill: the verb at %d, want 3 (the constructor then execs the companion for help of skill)", v)
+	}
 	for _, args := range [][]string{
 		{"skillrun"}, {"skillrun", "--help", "skill"}, {"skillrun", "-v"}, {"skillrun", "--bogus", "skill"},
 		{"skillrun", "--root"}, {"skillrun", "--", "skill"}, {"skillrun", "-", "skill"},
