@@ -132,8 +132,7 @@ type ServeEgress func(allow, resolve string, onInit func(pidfd *os.File) error) 
 // EgressHelperMain is the egress helper's process (`BINARY handoff.HelperArg
 // ALLOW RESOLVE ROOT ID SYSTEMD ROOTLESS`, started by startEgressHelper):
 // through serve it serves the allowlist of container ID under state root
-// ROOT, and ties
-// the container to its own life. The container is registered with a
+// ROOT, and ties the container to its own life. The container is registered with a
 // lifetime guard of this process in keep mode, and the identity of its
 // init (pid and start time) is told to the guard before the handoff lets
 // the init go on: when this process dies by any means while that init
