@@ -300,8 +300,15 @@ func NetnsHolders(netns map[string]bool) []string {
 			continue
 		}
 		if l := Netns(pid); netns[l] {
-			if st, _, _, ok := ProcStat(pid); ok && st != 'Z' {
-				out = append(out, fmt.Sprintf("process %d in %s", pid, l))
+			if st, ppid, _, ok := ProcStat(pid); ok && st != 'Z' {
+				// What it is, for the failure to say: its command line
+				// (comm when it has none), state and parent.
+				what, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if len(what) == 0 {
+					what, _ = os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				}
+				out = append(out, fmt.Sprintf("process %d in %s (%q, state %c, parent %d)", pid, l,
+					strings.TrimSpace(strings.ReplaceAll(string(what), "\x00", " ")), st, ppid))
 			}
 		}
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
