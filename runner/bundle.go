@@ -114,7 +114,7 @@ func (p *plan) writeBundle(dir, devDir string, config bool) (*specs.Spec, error)
 		write = spec.WriteBundle
 	}
 	if err := write(dir, sp); err != nil {
-		return nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+		return nil, &SkillError{sk.Name, err}
 	}
 	return sp, nil
 }

@@ -94,7 +94,7 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	var guard runtime.Guard
 	if gd, ok := rt.(runtime.Guarder); ok {
 		if guard, err = gd.Guard(id, runtime.GuardOpts{Lock: dir + ownerSuffix, Remove: []string{dir}}); err != nil {
-			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+			return nil, nil, &SkillError{sk.Name, err}
 		}
 	}
 	release := func() {
@@ -139,7 +139,7 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	// Nothing of the sandbox is made before its guard is in place.
 	if c.guard != nil {
 		if err := c.guard.Ready(); err != nil {
-			return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, err)
+			return nil, nil, &SkillError{sk.Name, err}
 		}
 	}
 	if c.claim, err = claimBundleDir(dir, c.id); err != nil {
@@ -155,7 +155,7 @@ func newContainer(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, argv 
 	}
 	if warm {
 		if p.platform != "linux" {
-			return nil, nil, fmt.Errorf("skill %q: warm sandboxes need Linux", sk.Name)
+			return nil, nil, &SkillError{sk.Name, errors.New("warm sandboxes need Linux")}
 		}
 		pr := *c.sp.Process // Prepare puts the input holder in front
 		c.sp.Process = &pr
@@ -181,7 +181,7 @@ func (c *container) startTimeout() (func() bool, error) {
 	timeout := c.plan.policy.Timeout
 	if c.guard != nil {
 		if err := c.guard.SetDeadline(c.start.Add(timeout + guardGrace)); err != nil {
-			return nil, fmt.Errorf("skill %q: lifetime guard: %w", c.plan.sk.Name, err)
+			return nil, &SkillError{c.plan.sk.Name, fmt.Errorf("lifetime guard: %w", err)}
 		}
 	}
 	t := time.AfterFunc(timeout-time.Since(c.start), func() { c.cancel(errTimeout) })

@@ -84,7 +84,7 @@ func newPlan(ctx context.Context, sk *spec.Skill, argv []string, opts Options, c
 	if opts.Command == nil && opts.Deps != nil && !sk.Deps.Empty() && p.platform == "linux" {
 		env, info, release, err := opts.Deps.Acquire(ctx, sk)
 		if err != nil {
-			return nil, fmt.Errorf("skill %q: dependencies: %w", sk.Name, err)
+			return nil, &SkillError{sk.Name, fmt.Errorf("dependencies: %w", err)}
 		}
 		p.envInfo, p.releaseDeps = info, release
 		p.sopts = append(p.sopts, spec.WithDeps(env))

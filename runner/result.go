@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -215,6 +216,20 @@ func (e *InputError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.
 func (e *InputError) Unwrap() error { return e.Err }
+
+// SkillError is an error of the runner about one skill: it reads
+// `skill "NAME": ERR`, the skill named first, so a caller that names the
+// skill itself does not name it twice.
+type SkillError struct {
+	Skill string
+	Err   error
+}
+
+// Error implements error.
+func (e *SkillError) Error() string { return fmt.Sprintf("skill %q: %v", e.Skill, e.Err) }
+
+// Unwrap returns the cause.
+func (e *SkillError) Unwrap() error { return e.Err }
 
 // IsInputError reports whether err is (or wraps) an *InputError.
 func IsInputError(err error) bool {

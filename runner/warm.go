@@ -141,7 +141,7 @@ func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Optio
 		}
 		opts.Exec = &x
 	case sk.Input.Mode == spec.InputArgv || opts.Command != nil || opts.Exec != nil || !sk.HasEntry():
-		return nil, nil, fmt.Errorf("skill %q: %w", sk.Name, ErrArgvInput)
+		return nil, nil, &SkillError{sk.Name, ErrArgvInput}
 	}
 	c, res, err := newContainer(ctx, rt, sk, nil, opts, true)
 	if c == nil {

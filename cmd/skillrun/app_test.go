@@ -255,8 +255,9 @@ func TestReorderArgs(t *testing.T) {
 		{"skillrun sandbox --network host -- curl --memory x", "skillrun sandbox --network host -- curl --memory x"},
 		{"skillrun skill bundle DIR -o B -- sh -c x", "skillrun skill bundle -o B DIR -- sh -c x"},
 	} {
-		if !skillsLinked && strings.Contains(tc.in, " skill ") {
-			// skill has no subcommands here: skillrun-skills reorders.
+		if len(app.Command("skill").Subcommands) == 0 && strings.Contains(tc.in, " skill ") {
+			// skill has no subcommands here (runtimeonly): skillrun-skills
+			// reorders.
 			tc.want = tc.in
 		}
 		got := strings.Join(reorderArgs(app, strings.Fields(tc.in)), " ")

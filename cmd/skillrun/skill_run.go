@@ -95,10 +95,11 @@ Exit codes: 0 ok, 1 skillrun error, 2 bad input or usage, 3 skill failed,
 }
 
 // verbError is err of verb on skill name, for the error line: prefixed
-// with the verb and the skill, unless err already names the skill first
-// (the runner's `skill "NAME": dependencies: ...`), which it says once.
+// with the verb and the skill, unless err is the runner's and names the
+// skill first (runner.SkillError: `skill "NAME": dependencies: ...`),
+// which it says once.
 func verbError(verb, name string, err error) error {
-	if strings.HasPrefix(err.Error(), fmt.Sprintf("skill %q: ", name)) {
+	if se, ok := err.(*runner.SkillError); ok && se.Skill == name {
 		return err
 	}
 	return fmt.Errorf("%s %q: %w", verb, name, err)

@@ -36,6 +36,3 @@ func withEgressHelper(o runtime.Options) runtime.Options {
 	}
 	return o
 }
-
-// skillsLinked says whether this binary carries out the skill verbs itself.
-const skillsLinked = false
