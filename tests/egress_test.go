@@ -169,7 +169,11 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		if netns == "" || netns == hostcheck.Netns(os.Getpid()) {
 			t.Fatalf("control: the container's init %d has no network namespace of its own (%q)", c.pid, netns)
 		}
-		if len(hostcheck.NetnsHolders(map[string]bool{netns: true})) == 0 {
+		// Holders are the processes naming the marker or the container
+		// (its egress helper): another suite's sandbox may be given the
+		// namespace's number once it is freed.
+		held := func() []string { return hostcheck.NetnsHolders(map[string]bool{netns: true}, marker, c.id) }
+		if len(held()) == 0 {
 			t.Fatalf("control: nothing holds the container's network namespace %s", netns)
 		}
 		cgroups := hostCgroups(c.pid)
@@ -217,7 +221,6 @@ for url, proxy in [("http://api.test:%[1]d/allowed", P), ("http://api.test:%[1]d
 		c.waitStatus("stopped", 5*time.Second)
 		r.ok("delete", c.id)
 		assertNoTrace(t, r, c.id, c.pid, b.dir)
-		held := func() []string { return hostcheck.NetnsHolders(map[string]bool{netns: true}) }
 		if !waitFor(2*time.Second, func() bool { return len(held()) == 0 }) {
 			t.Errorf("the container's network namespace %s is still held: %v", netns, held())
 		}

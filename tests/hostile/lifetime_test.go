@@ -67,10 +67,14 @@ type sandbox struct {
 	ids   map[string]bool
 	procs map[hostcheck.ProcID]bool
 	netns map[string]bool // "net:[INODE]" of each container's init
+	// marks are in the command line of every process of these sandboxes
+	// and of their runners, and of no other test's (hostcheck.NetnsHolders:
+	// a namespace's number is reused by the next namespace made).
+	marks []string
 }
 
-func newSandbox() *sandbox {
-	return &sandbox{ids: map[string]bool{}, procs: map[hostcheck.ProcID]bool{}, netns: map[string]bool{}}
+func newSandbox(marks ...string) *sandbox {
+	return &sandbox{ids: map[string]bool{}, procs: map[hostcheck.ProcID]bool{}, netns: map[string]bool{}, marks: marks}
 }
 
 // look adds what runs now under root: each container's ID, every
@@ -139,9 +143,10 @@ func (s *sandbox) idList() []string {
 	return out
 }
 
-// nsHolders lists what still holds the network namespaces: a process in
-// it, a descriptor of it, or an nsfs mount of it on the host.
-func (s *sandbox) nsHolders() []string { return hostcheck.NetnsHolders(s.netns) }
+// nsHolders lists what still holds the network namespaces: a process of
+// these sandboxes or their runners in it, or holding a descriptor of it,
+// or an nsfs mount of it on the host.
+func (s *sandbox) nsHolders() []string { return hostcheck.NetnsHolders(s.netns, s.marks...) }
 
 // ourGuards lists the live lifetime guards reparented to this test
 // process (the subreaper) once their runner died: each must end once it
@@ -299,7 +304,9 @@ func startRunnerIn(t *testing.T, m *mode, marker string, stdin io.Reader, group 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &killedRunner{cmd: cmd, pid: runnerPid(m, cmd), sb: newSandbox()}
+	// The sandbox's processes carry the marker, the runner's command line
+	// the skill's folder (killAndCheck adds the skill's name).
+	r := &killedRunner{cmd: cmd, pid: runnerPid(m, cmd), sb: newSandbox(marker)}
 	if r.pid == 0 {
 		t.Fatal("the skillrun process under runuser never appeared")
 	}
@@ -385,6 +392,7 @@ func pidAliveAny(pid int) bool {
 func (r *killedRunner) killAndCheck(t *testing.T, m *mode, skills ...string) (gone time.Time) {
 	t.Helper()
 	r.sb.look(m.root) // what else started meanwhile
+	r.sb.marks = append(r.sb.marks, skills...)
 	killed := time.Now()
 	if r.pgid != 0 {
 		if err := syscall.Kill(-r.pgid, syscall.SIGKILL); err != nil {
@@ -623,8 +631,10 @@ func TestLifetimeSoak(t *testing.T) {
 		hp := fmt.Sprintf("api.test:%d", o.Port)
 		name := uniqueSkill("netsoak")
 		dir := m.skill(t, "skills", name, map[string]string{
-			"SKILL.md":     skillMD(name),
-			"sandbox.yaml": "entry: scripts/main.py\nlimits:\n  timeout: 60s\n",
+			"SKILL.md": skillMD(name),
+			// The name in the script's arguments: its processes carry it
+			// (and the runners, in the skill's folder).
+			"sandbox.yaml": "entry: scripts/main.py\nargs: [" + name + "]\nlimits:\n  timeout: 60s\n",
 			"scripts/main.py": `import json, sys, time, urllib.request
 quick = json.load(sys.stdin).get("quick", False)
 n, end = 0, time.time() + (0 if quick else 2)
@@ -645,7 +655,7 @@ print(json.dumps({"requests": n}))
 		seed := time.Now().UnixNano()
 		t.Logf("seed %d", seed)
 		rnd := rand.New(rand.NewSource(seed))
-		sb := newSandbox()
+		sb := newSandbox(name)
 		stop := make(chan struct{})
 		sampled := make(chan struct{})
 		go func() {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -1009,6 +1010,14 @@ func TestOpenShellDriverReconcile(t *testing.T) {
 	}
 	midPid, orphPid := e.containerPid("mid"), e.containerPid("orph")
 	e.stopDriver(syscall.SIGKILL)
+	// A sandbox outlives its driver (its egress helper lives on its own).
+	if st := e.containerStatus("orph"); st != "running" {
+		console, _ := os.ReadFile(filepath.Join(e.state, "sandboxes", "orph", "console.log"))
+		t.Fatalf("sandbox orph is %q after its driver's SIGKILL, want running (init %d); its egress helpers: %v\nconsole.log:\n%s\ndriver log:\n%s",
+			st, orphPid, hostcheck.Procs(func(args []string) bool {
+				return len(args) > 1 && args[1] == "__skillrun-egress-helper" && slices.Contains(args, "openshell-orph")
+			}), console, e.log)
+	}
 
 	half := filepath.Join(e.state, "sandboxes", "half")
 	if err := os.MkdirAll(filepath.Join(half, "bundle"), 0o700); err != nil {

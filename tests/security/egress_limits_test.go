@@ -145,7 +145,9 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // then a second one with a 160 MiB header); "trickle" (the same, the
 // second head sent a byte at a time over 13 s); "held" (4
 // processes hold 1000 connections each, every one with a request to
-// /hold, for 3 s).
+// /hold, until all four have tried theirs, then 3 s more: none closes
+// while another is being opened, so the origin's accepts are the
+// connections open at once).
 const floodPy = `
 import threading
 P = REQ["port"]
@@ -213,10 +215,17 @@ def second(via, how):
     except OSError as e:
         return first + "; trickled: %s after %.1fs" % (e.strerror or e, time.time() - start)
 def held(nproc, per):
+    # Every child holds what it got until all have tried all theirs: no
+    # connection closes while others are still being opened, so what the
+    # origin accepted in all is what was open at once.
+    tried_r, tried_w = os.pipe()
+    go_r, go_w = os.pipe()
     pids = []
     for i in range(nproc):
         pid = os.fork()
         if pid == 0:
+            os.close(tried_r)
+            os.close(go_w)
             socks = []
             for j in range(per):
                 try:
@@ -225,9 +234,17 @@ def held(nproc, per):
                     socks.append(s)
                 except OSError:
                     pass
-            time.sleep(3)
+            os.write(tried_w, b"x")
+            os.read(go_r, 1)
             os._exit(0)
         pids.append(pid)
+    os.close(tried_w)
+    os.close(go_r)
+    tried = 0
+    while tried < nproc and os.read(tried_r, 1):
+        tried += 1
+    time.sleep(3)
+    os.close(go_w)
     for pid in pids:
         os.waitpid(pid, 0)
     return "held %d x %d" % (nproc, per)

@@ -288,9 +288,34 @@ func Netns(pid int) string {
 // NetnsHolders lists what still holds one of the network namespaces
 // netns ("net:[INODE]", as Netns gives them): a live process in it, a
 // descriptor of it, or an nsfs mount of it on the host.
-func NetnsHolders(netns map[string]bool) []string {
+//
+// The kernel hands a freed namespace's inode number to the next namespace
+// made (the lowest free one), so once a namespace is gone its number may
+// well name another test's sandbox, running at the same time as this one
+// (go test runs the packages side by side). With marks, a process (in the
+// namespace, or holding a descriptor of it) is a holder only when its
+// command line contains one of them: the caller's markers, which only the
+// processes of its own sandboxes and their runners carry.
+func NetnsHolders(netns map[string]bool, marks ...string) []string {
 	if len(netns) == 0 {
 		return nil
+	}
+	ours := func(pid int) (string, bool) {
+		what, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		cmd := strings.TrimSpace(strings.ReplaceAll(string(what), "\x00", " "))
+		if len(marks) == 0 {
+			if cmd == "" {
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				cmd = strings.TrimSpace(string(comm))
+			}
+			return cmd, true
+		}
+		for _, m := range marks {
+			if m != "" && strings.Contains(cmd, m) {
+				return cmd, true
+			}
+		}
+		return cmd, false
 	}
 	var out []string
 	ents, _ := os.ReadDir("/proc")
@@ -303,18 +328,17 @@ func NetnsHolders(netns map[string]bool) []string {
 			if st, ppid, _, ok := ProcStat(pid); ok && st != 'Z' {
 				// What it is, for the failure to say: its command line
 				// (comm when it has none), state and parent.
-				what, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-				if len(what) == 0 {
-					what, _ = os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				if what, mine := ours(pid); mine {
+					out = append(out, fmt.Sprintf("process %d in %s (%q, state %c, parent %d)", pid, l, what, st, ppid))
 				}
-				out = append(out, fmt.Sprintf("process %d in %s (%q, state %c, parent %d)", pid, l,
-					strings.TrimSpace(strings.ReplaceAll(string(what), "\x00", " ")), st, ppid))
 			}
 		}
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		for _, fd := range fds {
 			if l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); netns[l] {
-				out = append(out, fmt.Sprintf("descriptor %s of %d: %s", fd.Name(), pid, l))
+				if what, mine := ours(pid); mine {
+					out = append(out, fmt.Sprintf("descriptor %s of %d (%q): %s", fd.Name(), pid, what, l))
+				}
 			}
 		}
 	}

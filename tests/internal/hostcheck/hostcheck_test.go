@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,45 @@ func TestStage(t *testing.T) {
 	}
 	if _, err := s.Exec("nobody", bin); err == nil || !strings.Contains(err.Error(), StageDirEnv) {
 		t.Errorf("stage in a closed folder: %v", err)
+	}
+}
+
+// TestNetnsHolders: a process in a network namespace of its own holds it;
+// with marks, only when its command line carries one of them (another
+// suite's sandbox can be given a freed namespace's number).
+func TestNetnsHolders(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: making a network namespace needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skipf("skipped: no unshare(1): %v", err)
+	}
+	// A command line no other process has: sleep's seconds.
+	marker := strconv.Itoa(400000 + int(time.Now().UnixNano()%100000))
+	cmd := exec.Command(unshare, "--net", "--", "sleep", marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var ns string
+	for deadline := time.Now().Add(5 * time.Second); ns == "" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		if l := Netns(cmd.Process.Pid); strings.HasPrefix(string(b), "sleep\x00") && l != "" && l != Netns(os.Getpid()) {
+			ns = l
+		}
+	}
+	if ns == "" {
+		t.Fatal("control: the process never ran sleep in a network namespace of its own")
+	}
+	set := map[string]bool{ns: true}
+	if got := NetnsHolders(set); len(got) != 1 || !strings.Contains(got[0], "sleep "+marker) {
+		t.Errorf("without marks: %v, want the one sleep", got)
+	}
+	if got := NetnsHolders(set, "x", marker); len(got) != 1 {
+		t.Errorf("with a mark its command line carries: %v, want the one sleep", got)
+	}
+	if got := NetnsHolders(set, marker+"0"); len(got) != 0 {
+		t.Errorf("with a mark it does not carry: %v, want none", got)
 	}
 }
