@@ -105,7 +105,8 @@ type RunOpts struct {
 	Exited func(err error)
 	// Reported, when not nil, delivers the exit status of the container's
 	// program as the caller learns it from inside (the skill runner's
-	// input holder reports its entry point's status, then exits itself).
+	// input holder reports its entry point's status, then waits until the
+	// caller lets it exit).
 	// A back end that can read the container's usage while it is being
 	// torn down then fills Exit from what it knows (the status reported,
 	// CPU time and memory from the container's cgroups) and calls Exited
@@ -114,6 +115,13 @@ type RunOpts struct {
 	// reaped; Run then waits and removes the container as usual. Others
 	// ignore it (Exited comes after the wait). Foreground runs only.
 	Reported <-chan int
+	// Early, when not nil, is called before Started by a back end that
+	// will answer from Reported. A caller whose program's side waits after
+	// its report (the input holder) then lets it exit after its answer, so
+	// that the container's teardown does not compete with the answer;
+	// without the call it must let it exit once it has reported, for Run
+	// waits for the container's first process.
+	Early func()
 }
 
 // ExecOpts are the options of Exec.

@@ -32,9 +32,9 @@ type started struct {
 	memDir string
 	// pidsDir is its pids cgroup folder ("" when none).
 	pidsDir string
-	// peak, once reset when the process runs its program, reads the
-	// memory cgroup's high-water mark since then (nil: not reset).
-	peak func() (int64, bool)
+	// usage, opened when the process runs its program, is what its exit
+	// report reads of the cgroups (Run; nil otherwise).
+	usage *usageFiles
 	// cpuDir is its CPU accounting cgroup folder ("" when none), and
 	// cpuV2 says it is a cgroup v2 folder (cpu.stat).
 	cpuDir string
@@ -253,8 +253,11 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run, trackOut b
 		s.cgroups = len(st.CgroupPaths) > 0 && useCgroups
 		s.memDir = st.CgroupPaths["memory"]
 		s.pidsDir = st.CgroupPaths["pids"]
+		if s.memDir == "" {
+			s.memDir = st.CgroupPaths[""] // cgroup v2: one folder
+		}
 		if s.pidsDir == "" {
-			s.pidsDir = st.CgroupPaths[""] // cgroup v2: one folder
+			s.pidsDir = st.CgroupPaths[""]
 		}
 		s.cpuDir = st.CgroupPaths["cpuacct"]
 		if s.cpuDir == "" {
@@ -368,8 +371,10 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	}
 	// The program runs: its memory peak starts now, without the
 	// runtime's own init (a Go process) before its exec.
-	if s.memDir != "" {
-		s.peak = resetMemoryPeak(s.memDir)
+	s.usage = openUsage(s)
+	early = early && s.cgroups && s.cpuDir != ""
+	if early && o.Early != nil {
+		o.Early()
 	}
 	if o.Started != nil {
 		if pid, err := s.p.Pid(); err == nil {
@@ -396,7 +401,7 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 			o.Exited(err)
 		}
 	}
-	if early && s.cgroups && s.cpuDir != "" {
+	if early {
 		stop := make(chan struct{})
 		defer close(stop)
 		go func() {
@@ -416,6 +421,10 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	status, ps, werr := wait(ctx, s.p, s.io, o.Signals, killAll)
 	s.io.close()
 	exitOnce(func(e *runtime.ExitInfo) bool { fillExit(e, s, ps, status, time.Since(begin)); return true }, werr)
+	// Filled: a report coming later finds the exit done and reads nothing.
+	exitMu.Lock()
+	s.usage.close()
+	exitMu.Unlock()
 	if !o.Keep {
 		if err := r.destroy(id, s.c); err != nil && werr == nil {
 			werr = err

@@ -8,9 +8,6 @@ package linux
 
 import (
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -29,78 +26,19 @@ func exitStatus(ps *os.ProcessState) int {
 	return ws.ExitStatus()
 }
 
-// fillCgroupExit adds to e what the container's memory and pids cgroups
-// say: the memory peak (since the program's exec when it was reset), an
-// OOM kill, a refused fork.
-func fillCgroupExit(e *runtime.ExitInfo, s *started) {
-	if s.memDir != "" {
-		peak, oom := memoryEvents(s.memDir)
-		if s.peak != nil {
-			// The program's own peak (the cgroup's since its exec): the
-			// rusage figure includes the runtime's init before the exec.
-			if p, ok := s.peak(); ok {
-				e.MaxRSS, e.PeakSinceExec = p, true
-				peak = 0
-			}
-		}
-		if peak > e.MaxRSS {
-			e.MaxRSS = peak
-		}
-		e.OOMKilled = oom
-	}
-	if s.pidsDir != "" {
-		e.PidsLimitHit = pidsLimitHit(s.pidsDir)
-	}
-}
-
 // fillReported fills e from a status the program's side reported, before
 // the container's first process is reaped: CPU time from the CPU
 // accounting cgroup (the same processes rusage would count), memory and
 // limits from the cgroups as fillExit reads them. It returns false when
 // the CPU time cannot be read (the caller then waits).
 func fillReported(e *runtime.ExitInfo, s *started, status int, wall time.Duration) bool {
-	user, sys, ok := cgroupCPU(s.cpuDir, s.cpuV2)
+	user, sys, ok := s.usage.cpuTime()
 	if !ok {
 		return false
 	}
 	*e = runtime.ExitInfo{Status: status, Wall: wall, Cgroups: s.cgroups, UserCPU: user, SysCPU: sys}
-	fillCgroupExit(e, s)
+	s.usage.fill(e)
 	return true
-}
-
-// cgroupCPU reads the user and system CPU time of a cgroup: v1's
-// cpuacct.usage_user and cpuacct.usage_sys (ns), v2's cpu.stat (µs).
-func cgroupCPU(dir string, v2 bool) (user, sys time.Duration, ok bool) {
-	if v2 {
-		b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-		if err != nil {
-			return 0, 0, false
-		}
-		var gotU, gotS bool
-		for _, l := range strings.Split(string(b), "\n") {
-			k, v, _ := strings.Cut(l, " ")
-			n, err := strconv.ParseInt(v, 10, 64)
-			switch {
-			case err != nil:
-			case k == "user_usec":
-				user, gotU = time.Duration(n)*time.Microsecond, true
-			case k == "system_usec":
-				sys, gotS = time.Duration(n)*time.Microsecond, true
-			}
-		}
-		return user, sys, gotU && gotS
-	}
-	read := func(name string) (time.Duration, bool) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return time.Duration(n), err == nil
-	}
-	user, okU := read("cpuacct.usage_user")
-	sys, okS := read("cpuacct.usage_sys")
-	return user, sys, okU && okS
 }
 
 // fillExit records what the foreground run observed.
@@ -118,5 +56,5 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 			e.MaxRSS = ru.Maxrss * 1024
 		}
 	}
-	fillCgroupExit(e, s)
+	s.usage.fill(e)
 }

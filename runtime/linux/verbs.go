@@ -6,10 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -286,83 +284,4 @@ func userName(uid int) string {
 		return u.Name
 	}
 	return "#" + strconv.Itoa(uid)
-}
-
-// resetMemoryPeak resets the memory cgroup's high-water mark (cgroup v1:
-// memory.max_usage_in_bytes; v2: memory.peak, whose reset holds for the
-// file descriptor that made it, kept open) and returns the function that
-// reads it later; nil when the kernel or the caller cannot reset it.
-func resetMemoryPeak(dir string) func() (int64, bool) {
-	if err := os.WriteFile(filepath.Join(dir, "memory.max_usage_in_bytes"), []byte("0"), 0); err == nil {
-		return func() (int64, bool) {
-			b, err := os.ReadFile(filepath.Join(dir, "memory.max_usage_in_bytes"))
-			if err != nil {
-				return 0, false
-			}
-			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-			return n, err == nil
-		}
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "memory.peak"), os.O_RDWR, 0)
-	if err != nil {
-		return nil
-	}
-	if _, err := f.Write([]byte("reset\n")); err != nil {
-		f.Close()
-		return nil
-	}
-	return func() (int64, bool) {
-		defer f.Close()
-		buf := make([]byte, 32)
-		n, err := f.ReadAt(buf, 0)
-		if n == 0 && err != nil {
-			return 0, false
-		}
-		v, err := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
-		return v, err == nil
-	}
-}
-
-// pidsLimitHit reads the pids cgroup's events: whether a fork or thread
-// was refused at its limit ("max N", cgroup v1 and v2).
-func pidsLimitHit(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "pids.events"))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == "max" && strings.TrimSpace(v) != "0" {
-			return true
-		}
-	}
-	return false
-}
-
-// memoryEvents reads the memory cgroup's high-water mark and whether the
-// OOM killer fired, for cgroup v1 and v2.
-func memoryEvents(dir string) (peak int64, oom bool) {
-	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return ""
-		}
-		return string(b)
-	}
-	num := func(s string) int64 {
-		n, _ := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		return n
-	}
-	if s := read("memory.max_usage_in_bytes"); s != "" { // v1
-		peak = num(s)
-	} else if s := read("memory.peak"); s != "" { // v2
-		peak = num(s)
-	}
-	for _, name := range []string{"memory.oom_control", "memory.events"} {
-		for _, line := range strings.Split(read(name), "\n") {
-			if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" && num(v) > 0 {
-				oom = true
-			}
-		}
-	}
-	return peak, oom
 }
