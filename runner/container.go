@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -59,6 +60,9 @@ type container struct {
 	// reported, when set, delivers the entry point's exit status as the
 	// input holder reports it (runtime.RunOpts.Reported).
 	reported <-chan int
+	// early is set when the call answers from reported, before the
+	// container's end (RunOpts.Early, and no egress server).
+	early atomic.Bool
 
 	// Filled by run before done is closed.
 	done    chan struct{}
@@ -227,6 +231,9 @@ func (c *container) run(stdin io.Reader, extra []*os.File) {
 		Started:  started,
 		Exited:   c.onExited,
 		Reported: c.reported,
+		// With an egress server the answer waits for the run's end (its
+		// report comes after it): the holder must not wait for Close.
+		Early: func() { c.early.Store(c.eg == nil) },
 	})
 	if c.eg != nil {
 		c.network = c.eg.stop()

@@ -189,3 +189,29 @@ func TestHolderCommandMode(t *testing.T) {
 		t.Errorf("missing cwd: exit %d", code)
 	}
 }
+
+// After the entry point's exit the holder kills what it left running
+// (a background writer that would otherwise touch the host's files after
+// the answer), reports the status, and stays until the control pipe ends
+// (the launcher's Close): the container's teardown comes after the answer.
+func TestHolderLingersUntilClose(t *testing.T) {
+	h := startHolder(t, "launch", `cat >/dev/null; (sleep 0.3; echo late > "$DIR/late") & echo out; exit 3`)
+	h.stdinW.Close()
+	h.ctlW.Write([]byte("e\n"))
+	line := make([]byte, 3)
+	if _, err := io.ReadFull(h.ready, line); err != nil || string(line) != "x3\n" {
+		t.Fatalf("report %q, %v; want x3", line, err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if h.exists("late") {
+		t.Error("the entry point's background process ran on after the report")
+	}
+	var ws syscall.WaitStatus
+	if pid, _ := syscall.Wait4(h.cmd.Process.Pid, &ws, syscall.WNOHANG, nil); pid != 0 {
+		t.Fatalf("the holder exited (%v) before the control pipe ended", ws)
+	}
+	h.ctlW.Close()
+	if code := h.wait(t); code != 3 {
+		t.Errorf("holder exit %d after the control pipe's end, want the entry point's 3", code)
+	}
+}
