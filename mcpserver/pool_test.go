@@ -279,6 +279,7 @@ func TestPoolNoLaunchDuringCall(t *testing.T) {
 		}
 	}
 	f.mu.Unlock()
+	released := time.Now()
 	f.release <- struct{}{}
 	f.release <- struct{}{}
 	<-done
@@ -287,4 +288,23 @@ func TestPoolNoLaunchDuringCall(t *testing.T) {
 		t.Errorf("no call was warm: %v", st)
 	}
 	waitReady(t, s, 1) // and the pool refills after them
+	// Not at once: answerGrace after the last answer (its client reads it
+	// meanwhile), although the pool is empty.
+	s.mu.Lock()
+	p := s.served["calculator"].pool
+	s.mu.Unlock()
+	p.mu.Lock()
+	lastEnd := p.lastEnd
+	p.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, l := range f.launches {
+		if strings.Contains(l.id, "calculator") && l.at.After(released) {
+			if d := l.at.Sub(lastEnd); d < 10*time.Millisecond {
+				t.Errorf("the refill launched %s after the last call's answer, want 10ms at least", d)
+			}
+			return
+		}
+	}
+	t.Error("no calculator launch recorded after the calls")
 }
