@@ -50,6 +50,40 @@ func prestart(script string) (*prestarted, error) {
 	}
 }
 
+// prePool is a pool of n pre-started python3 on script, refilled as a
+// server's pool of warm sandboxes is: take the oldest, fill before the
+// next call.
+type prePool struct {
+	script string
+	n      int
+	ready  []*prestarted
+}
+
+func (p *prePool) fill() error {
+	for len(p.ready) < p.n {
+		x, err := prestart(p.script)
+		if err != nil {
+			return err
+		}
+		p.ready = append(p.ready, x)
+	}
+	return nil
+}
+
+func (p *prePool) take() *prestarted {
+	x := p.ready[0]
+	p.ready = p.ready[1:]
+	return x
+}
+
+func (p *prePool) close() {
+	for _, x := range p.ready {
+		x.cmd.Process.Kill()
+		x.cmd.Wait()
+	}
+	p.ready = nil
+}
+
 // call writes the input, closes stdin, reads the output to its end and
 // reaps the process: the timed span of the pre-started rows.
 func (p *prestarted) call(input string) error {
