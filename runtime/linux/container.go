@@ -371,8 +371,8 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	}
 	// The program runs: its memory peak starts now, without the
 	// runtime's own init (a Go process) before its exec.
-	s.usage = openUsage(s)
 	early = early && s.cgroups && s.cpuDir != ""
+	s.usage = openUsage(s, early)
 	if early && o.Early != nil {
 		o.Early()
 	}

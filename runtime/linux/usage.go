@@ -9,94 +9,116 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/skillrun/skillrun/runtime"
 )
 
+// The cgroup files a foreground run's exit report reads.
+const (
+	fileCPUUser = iota // v1 cpuacct.usage_user (ns)
+	fileCPUSys         // v1 cpuacct.usage_sys (ns)
+	fileCPUStat        // v2 cpu.stat (µs)
+	filePeak           // v1 memory.max_usage_in_bytes, v2 memory.peak
+	fileOOM            // v1 memory.oom_control, v2 memory.events
+	filePids           // pids.events
+	nUsageFiles
+)
+
 // usageFiles are the container's cgroup files a foreground run's exit
-// report reads (CPU time, the memory peak, an OOM kill, a refused fork),
-// opened once its program runs and read at its end with a pread each.
-// Opening a cgroup file walks kernfs: the seven opens the report made at
-// the end cost about 0.4 ms between a warm sandbox's exit and its answer
-// (hack/mcpbench's trace); now they are paid while the program runs.
+// report reads (CPU time, the memory peak, an OOM kill, a refused fork).
+// When the run answers from its program's reported status (the skill
+// runner's warm sandboxes), they are opened as the program starts and
+// read with a pread each at its end: opening a cgroup file walks kernfs,
+// and the seven opens of the report cost 0.38 ms between a warm
+// sandbox's exit and its answer (0.07 ms read by descriptor; a trace of
+// hack/mcpbench's calls). Otherwise they are read by path at the end, as
+// a cold run has no answer to hurry, and its start no CPU to spare.
 type usageFiles struct {
-	// cpu: cgroup v1's cpuacct.usage_user and cpuacct.usage_sys (ns),
-	// or v2's cpu.stat (µs).
-	cpu   []*os.File
-	cpuV2 bool
-	// peak is the memory cgroup's high-water mark (v1:
-	// memory.max_usage_in_bytes, v2: memory.peak); sinceExec says it was
-	// reset when the program started (v2: the reset holds for this
-	// descriptor).
-	peak      *os.File
+	paths [nUsageFiles]string // "" when the cgroup has no such file
+	fds   [nUsageFiles]int    // -1 when not open
+	// sinceExec says the peak was reset when the program started, so
+	// that it counts the program's own memory, not the runtime's init
+	// before its exec (v2: the reset holds for its descriptor, kept).
 	sinceExec bool
-	// oom is v1's memory.oom_control or v2's memory.events, pids the pids
-	// cgroup's pids.events.
-	oom, pids *os.File
 }
 
-// openUsage opens s's usage files and resets the memory peak, so that it
-// counts the program's own memory, not the runtime's init before its
-// exec. A file that cannot be opened is left out of the report.
-func openUsage(s *started) *usageFiles {
-	u := &usageFiles{cpuV2: s.cpuV2}
-	open := func(dir, name string) *os.File {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			return nil
-		}
-		return f
+// openUsage finds s's usage files and resets the memory peak; with ahead
+// it opens them all now.
+func openUsage(s *started, ahead bool) *usageFiles {
+	u := &usageFiles{}
+	for i := range u.fds {
+		u.fds[i] = -1
 	}
 	if s.cpuDir != "" {
-		names := []string{"cpuacct.usage_user", "cpuacct.usage_sys"}
 		if s.cpuV2 {
-			names = []string{"cpu.stat"}
-		}
-		for _, n := range names {
-			f := open(s.cpuDir, n)
-			if f == nil {
-				u.closeFiles(u.cpu...)
-				u.cpu = nil
-				break
-			}
-			u.cpu = append(u.cpu, f)
+			u.paths[fileCPUStat] = filepath.Join(s.cpuDir, "cpu.stat")
+		} else {
+			u.paths[fileCPUUser] = filepath.Join(s.cpuDir, "cpuacct.usage_user")
+			u.paths[fileCPUSys] = filepath.Join(s.cpuDir, "cpuacct.usage_sys")
 		}
 	}
 	if s.memDir != "" {
 		// v1 first (its reset is a write of 0), then v2 (a write of
 		// "reset" to the descriptor that reads it later).
-		for _, c := range []struct{ peak, reset, oom string }{
-			{"memory.max_usage_in_bytes", "0", "memory.oom_control"},
-			{"memory.peak", "reset\n", "memory.events"},
+		for _, c := range []struct {
+			peak, reset, oom string
+			perFD            bool // the reset holds for its descriptor only
+		}{
+			{"memory.max_usage_in_bytes", "0", "memory.oom_control", false},
+			{"memory.peak", "reset\n", "memory.events", true},
 		} {
-			f, err := os.OpenFile(filepath.Join(s.memDir, c.peak), os.O_RDWR, 0)
+			p := filepath.Join(s.memDir, c.peak)
+			fd, err := unix.Open(p, unix.O_RDWR|unix.O_CLOEXEC, 0)
 			if err != nil {
-				if f = open(s.memDir, c.peak); f == nil {
+				if _, err := os.Stat(p); err != nil {
 					continue
 				}
-			} else if _, err := f.Write([]byte(c.reset)); err == nil {
+			} else if _, err := unix.Write(fd, []byte(c.reset)); err == nil {
 				u.sinceExec = true
 			}
-			u.peak, u.oom = f, open(s.memDir, c.oom)
+			u.paths[filePeak], u.paths[fileOOM] = p, filepath.Join(s.memDir, c.oom)
+			if fd >= 0 && (ahead || c.perFD) {
+				u.fds[filePeak] = fd
+			} else if fd >= 0 {
+				unix.Close(fd)
+			}
 			break
 		}
 	}
 	if s.pidsDir != "" {
-		u.pids = open(s.pidsDir, "pids.events")
+		u.paths[filePids] = filepath.Join(s.pidsDir, "pids.events")
+	}
+	if ahead {
+		for i, p := range u.paths {
+			if p != "" && u.fds[i] < 0 {
+				if fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+					u.fds[i] = fd
+				}
+			}
+		}
 	}
 	return u
 }
 
-// read is f's content from its start ("" on error).
-func (u *usageFiles) read(f *os.File) string {
-	if f == nil {
-		return ""
-	}
+// read is file i's content from its start ("" when absent or on error).
+func (u *usageFiles) read(i int) string {
 	var buf [1024]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if n == 0 && err != nil {
+	if fd := u.fds[i]; fd >= 0 {
+		n, err := unix.Pread(fd, buf[:], 0)
+		if err != nil || n <= 0 {
+			return ""
+		}
+		return string(buf[:n])
+	}
+	if u.paths[i] == "" {
 		return ""
 	}
-	return string(buf[:n])
+	b, err := os.ReadFile(u.paths[i])
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func num(s string) (int64, bool) {
@@ -107,11 +129,11 @@ func num(s string) (int64, bool) {
 // cpuTime is the cgroup's user and system CPU time.
 func (u *usageFiles) cpuTime() (user, sys time.Duration, ok bool) {
 	switch {
-	case u == nil || len(u.cpu) == 0:
+	case u == nil:
 		return 0, 0, false
-	case u.cpuV2:
+	case u.paths[fileCPUStat] != "":
 		var gotU, gotS bool
-		for _, l := range strings.Split(u.read(u.cpu[0]), "\n") {
+		for _, l := range strings.Split(u.read(fileCPUStat), "\n") {
 			k, v, _ := strings.Cut(l, " ")
 			n, ok := num(v)
 			switch {
@@ -124,8 +146,8 @@ func (u *usageFiles) cpuTime() (user, sys time.Duration, ok bool) {
 		}
 		return user, sys, gotU && gotS
 	}
-	us, okU := num(u.read(u.cpu[0]))
-	sy, okS := num(u.read(u.cpu[1]))
+	us, okU := num(u.read(fileCPUUser))
+	sy, okS := num(u.read(fileCPUSys))
 	return time.Duration(us), time.Duration(sy), okU && okS
 }
 
@@ -136,40 +158,36 @@ func (u *usageFiles) fill(e *runtime.ExitInfo) {
 	if u == nil {
 		return
 	}
-	if peak, ok := num(u.read(u.peak)); ok {
+	if peak, ok := num(u.read(filePeak)); ok {
 		if u.sinceExec {
 			e.MaxRSS, e.PeakSinceExec = peak, true
 		} else if peak > e.MaxRSS {
 			e.MaxRSS = peak
 		}
 	}
-	for _, line := range strings.Split(u.read(u.oom), "\n") {
+	for _, line := range strings.Split(u.read(fileOOM), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" {
 			if n, _ := num(v); n > 0 {
 				e.OOMKilled = true
 			}
 		}
 	}
-	for _, line := range strings.Split(u.read(u.pids), "\n") {
+	for _, line := range strings.Split(u.read(filePids), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && k == "max" && strings.TrimSpace(v) != "0" {
 			e.PidsLimitHit = true
 		}
 	}
 }
 
-// close closes the files (nil-safe).
+// close closes what is open (nil-safe).
 func (u *usageFiles) close() {
 	if u == nil {
 		return
 	}
-	u.closeFiles(u.cpu...)
-	u.closeFiles(u.peak, u.oom, u.pids)
-}
-
-func (u *usageFiles) closeFiles(fs ...*os.File) {
-	for _, f := range fs {
-		if f != nil {
-			f.Close()
+	for i, fd := range u.fds {
+		if fd >= 0 {
+			unix.Close(fd)
+			u.fds[i] = -1
 		}
 	}
 }

@@ -29,7 +29,7 @@ func TestUsageFilesV1(t *testing.T) {
 	writeFiles(t, cpu, map[string]string{"cpuacct.usage_user": "1\n", "cpuacct.usage_sys": "1\n"})
 	writeFiles(t, mem, map[string]string{"memory.max_usage_in_bytes": "99999999\n", "memory.oom_control": "oom_kill 0\n"})
 	writeFiles(t, pids, map[string]string{"pids.events": "max 0\n"})
-	u := openUsage(&started{cpuDir: cpu, memDir: mem, pidsDir: pids})
+	u := openUsage(&started{cpuDir: cpu, memDir: mem, pidsDir: pids}, true)
 	defer u.close()
 	if b, _ := os.ReadFile(filepath.Join(mem, "memory.max_usage_in_bytes")); string(b[:1]) != "0" {
 		t.Errorf("the peak was not reset at the start: %q", b)
@@ -66,15 +66,22 @@ func TestUsageFilesV1(t *testing.T) {
 	}
 }
 
-// TestUsageFilesV2: one folder; cpu.stat in µs; memory.events.
+// TestUsageFilesV2: one folder; cpu.stat in µs; memory.events; not
+// opened ahead (a cold run), they are read by path at the end, but for
+// memory.peak, whose reset holds for the descriptor that made it.
 func TestUsageFilesV2(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"cpu.stat": "x", "memory.peak": "1\n", "memory.events": "x", "pids.events": "x"})
-	u := openUsage(&started{cpuDir: dir, cpuV2: true, memDir: dir, pidsDir: dir})
+	u := openUsage(&started{cpuDir: dir, cpuV2: true, memDir: dir, pidsDir: dir}, false)
 	defer u.close()
 	// memory.max_usage_in_bytes does not exist: memory.peak, reset.
-	if !u.sinceExec {
-		t.Error("a writable memory.peak: the peak should count from the program's start")
+	if !u.sinceExec || u.fds[filePeak] < 0 {
+		t.Error("a writable memory.peak: the peak should count from the program's start, through the descriptor that reset it")
+	}
+	for _, i := range []int{fileCPUStat, fileOOM, filePids} {
+		if u.fds[i] >= 0 {
+			t.Errorf("file %d opened ahead for a run that reads at its end", i)
+		}
 	}
 	writeFiles(t, dir, map[string]string{
 		"cpu.stat":      "usage_usec 10\nuser_usec 7\nsystem_usec 3\nnr_periods 0\n",
@@ -102,9 +109,9 @@ func TestUsageFilesNotReset(t *testing.T) {
 	if err := os.Symlink("/proc/self/oom_score", filepath.Join(mem, "memory.max_usage_in_bytes")); err != nil {
 		t.Fatal(err)
 	}
-	u := openUsage(&started{memDir: mem, cpuDir: t.TempDir(), pidsDir: t.TempDir()})
+	u := openUsage(&started{memDir: mem, cpuDir: t.TempDir(), pidsDir: t.TempDir()}, true)
 	defer u.close()
-	if u.peak == nil {
+	if u.fds[filePeak] < 0 {
 		t.Fatal("control: /proc/self/oom_score could not be opened")
 	}
 	if u.sinceExec {
