@@ -34,6 +34,9 @@ type origin struct {
 	port  int
 	mu    sync.Mutex
 	conns int
+	// open counts the connections open now, peak the most open at once
+	// since resetPeak (base were open then), closed those closed since.
+	open, peak, base, closed int
 	log   []string // "METHOD PATH host=HOST sni=SNI"
 	// streamed counts the chunks /stream wrote; streamEnd is "" while it
 	// runs, then "complete" or the write error that stopped it.
@@ -93,10 +96,16 @@ func startOrigin(p *P, useTLS bool) *origin {
 	}
 	s.Listener = l
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			o.mu.Lock()
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		switch st {
+		case http.StateNew:
 			o.conns++
-			o.mu.Unlock()
+			o.open++
+			o.peak = max(o.peak, o.open)
+		case http.StateClosed, http.StateHijacked:
+			o.open--
+			o.closed++
 		}
 	}
 	if useTLS {
@@ -114,6 +123,22 @@ func (o *origin) stream() (chunks int, end string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.streamed, o.streamEnd
+}
+
+// resetPeak starts counting the peak of open connections (and the
+// closes) anew.
+func (o *origin) resetPeak() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.peak, o.base, o.closed = o.open, o.open, 0
+}
+
+// openPeak is the most connections opened since resetPeak open at once
+// (those open before it not counted), and how many closed since.
+func (o *origin) openPeak() (peak, closed int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.peak - o.base, o.closed
 }
 
 func (o *origin) seen() (int, []string) {
