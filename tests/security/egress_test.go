@@ -37,7 +37,7 @@ type origin struct {
 	// open counts the connections open now, peak the most open at once
 	// since resetPeak (base were open then), closed those closed since.
 	open, peak, base, closed int
-	log   []string // "METHOD PATH host=HOST sni=SNI"
+	log                      []string // "METHOD PATH host=HOST sni=SNI"
 	// streamed counts the chunks /stream wrote; streamEnd is "" while it
 	// runs, then "complete" or the write error that stopped it.
 	streamed  int
