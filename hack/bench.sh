@@ -44,7 +44,7 @@ does not favour one peer:
                or exit report), on the same bundles: libcontainer's own cost on this machine, the
                floor under any runtime built on it (make lcfloor)
   throughput   100 cold runs at concurrency 2, runs/s per runtime (and lcfloor), and the CPU time
-               (user + system, GNU time) per container
+               (user + system, GNU time) per container; the peers take turns in 5 rounds
   mcp          \`skillrun mcp serve\` tools/call of the hello skill (SDK client over stdio), cold and warm, vs cold
                \`skill run\` vs bare python3: p50/p95/p99 and calls/s at concurrency 2 (hack/mcpbench)
   egress-rss   \`skill run\`'s own peak RSS (VmHWM sampled from /proc) idle and under the network
@@ -731,32 +731,56 @@ EOF
 fi
 
 # --- 4. throughput: cold runs at concurrency 2 ------------------------------------------------------
-# throughput PEER CMD...: run CMD with a unique trailing container ID tp_runs times, 2 at a time;
-# runs/s, and the CPU time (user + system, GNU time's account of xargs and every process it
-# waited for: the runtimes, and the containers they reaped) per container.
-throughput() {
-	local peer=$1 t0 t1 rc=0 cpu
-	shift
-	log "throughput / $peer: $tp_runs runs at concurrency 2"
+# tp_batch PEER ROUND CMD...: run CMD with a unique trailing container ID tp_batch_runs times, 2 at a
+# time; appends "RUNS WALL-NS CPU-S RC" to $out/throughput-PEER.txt. CPU is GNU time's user + system
+# of xargs and every process it waited for: the runtimes, and the containers they reaped.
+tp_batch() {
+	local peer=$1 round=$2 t0 t1 rc=0 cpu
+	shift 2
 	t0=$(date +%s%N)
 	# xargs gives the commands /dev/null as stdin.
-	seq "$tp_runs" | /usr/bin/time -f '%U %S' -o "$out/throughput-$peer.cpu" xargs -P 2 -I '{}' "$@" >/dev/null 2>"$out/throughput-$peer.err" || rc=$?
+	seq "$tp_batch_runs" | sed "s/^/$round-/" | /usr/bin/time -f '%U %S' -o "$out/throughput-$peer.cpu" \
+		xargs -P 2 -I '{}' "$@" >/dev/null 2>>"$out/throughput-$peer.err" || rc=$?
 	t1=$(date +%s%N)
-	awk -v n="$tp_runs" -v ns=$((t1 - t0)) -v s=throughput -v p="$peer" -v rc="$rc" 'BEGIN {
-		printf "%s\t%s\t%d\t-\t%.1f\t-\truns/s\t%s\n", s, p, n, n / (ns / 1e9), rc ? "some runs failed (xargs exit " rc ")" : ""}' >>"$tsv"
 	cpu=$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ {print $1 + $2}' "$out/throughput-$peer.cpu" | tail -n 1)
-	if [ -n "$cpu" ]; then
-		awk -v n="$tp_runs" -v c="$cpu" -v p="$peer" 'BEGIN {
-			printf "cpu\t%s\t%d\t-\t%.1f\t-\tms\t\n", p, n, 1000 * c / n}' >>"$tsv"
-	fi
+	echo "$tp_batch_runs $((t1 - t0)) ${cpu:--} $rc" >>"$out/throughput-$peer.txt"
 }
-throughput floor /bin/true '{}'
+# The peers take turns in rounds of tp_batch_runs, in a shuffled order each round, so a machine
+# whose speed drifts during the minutes this takes favours none of them. Each round's rate and CPU
+# per container are kept: the rows give the whole (runs/s over all rounds, CPU over all runs) as the
+# median column and the slowest and fastest round as min and max.
+tp_batch_runs=$(((tp_runs + 4) / 5))
+tp_rounds=$(((tp_runs + tp_batch_runs - 1) / tp_batch_runs))
+declare -A tp_cmd=([floor]="/bin/true")
+tp_peers=(floor)
 for r in "${peers[@]}"; do
-	throughput "$r" "${rt_path[$r]}" --root "$work/state/$r" run --bundle "$work/bundle" "tp-$r-{}"
+	tp_cmd[$r]="${rt_path[$r]} --root $work/state/$r run --bundle $work/bundle tp-$r-{}"
+	tp_peers+=("$r")
 done
 if [ "$lc_ok" = 1 ]; then
-	throughput lcfloor "$lcfloor" "$work/state/lcfloor" "$work/bundle" "tp-lcfloor-{}"
+	tp_cmd[lcfloor]="$lcfloor $work/state/lcfloor $work/bundle tp-lcfloor-{}"
+	tp_peers+=(lcfloor)
 fi
+for p in "${tp_peers[@]}"; do : >"$out/throughput-$p.txt"; done
+log "throughput: ${tp_peers[*]}: $tp_rounds rounds of $tp_batch_runs runs at concurrency 2, taking turns"
+for ((round = 1; round <= tp_rounds; round++)); do
+	for p in $(printf '%s\n' "${tp_peers[@]}" | shuf); do
+		# The commands are word lists without quoting needs: paths under $work and fixed words.
+		# shellcheck disable=SC2086
+		tp_batch "$p" "$round" ${tp_cmd[$p]}
+	done
+done
+for p in "${tp_peers[@]}"; do
+	awk -v p="$p" '$3 != "-" {n += $1; ns += $2; c += $3; r = $1 / ($2 / 1e9); k = 1000 * $3 / $1
+		if (!m++ || r < rmin) rmin = r; if (r > rmax) rmax = r
+		if (m == 1 || k < kmin) kmin = k; if (k > kmax) kmax = k
+		if ($4 != 0) bad++}
+		END {
+		if (n == 0) {printf "throughput\t%s\t0\t-\t-\t-\truns/s\tfailed: no round finished\n", p; exit}
+		note = bad ? bad " round(s) had failed runs (xargs exit status != 0)" : ""
+		printf "throughput\t%s\t%d\t%.1f\t%.1f\t%.1f\truns/s\t%s\n", p, n, rmin, n / (ns / 1e9), rmax, note
+		printf "cpu\t%s\t%d\t%.1f\t%.1f\t%.1f\tms\t\n", p, n, kmin, 1000 * c / n, kmax}' "$out/throughput-$p.txt" >>"$tsv"
+done
 
 # --- 5. peak RSS and binary size ------------------------------------------------------------------
 # rss PEER CMD...: max and median of GNU time's %M (KiB) over rss_runs runs, recorded in MiB.

@@ -60,8 +60,8 @@ scen_title() {
 	egress) echo "network allowlist: skill run with none / allowlist, 100 HTTP requests and a 64 MiB download through the allowlist vs --network host, and vs --network host through a plain TCP forwarder (hack/hopfloor, the floor of one user-space hop) (ms)" ;;
 	egress-rss) echo "network allowlist under attack: skill run's own peak RSS (VmHWM from /proc; min / median / max, MiB): idle, four 16 MiB Host headers, a 160 MiB second head on a kept-alive connection, a second head trickled over 11 s, 4000 held connections" ;;
 	egress-rss-mcp) echo "the same attacks through one long-lived mcp serve (stdio), a tools/call each, idle first: its peak RSS (VmHWM from /proc) after each call (min / median / max over sessions, MiB)" ;;
-	throughput) echo "${meta[tp_runs]} runs at concurrency 2 (runs/s)" ;;
-	cpu) echo "CPU time per container in those runs (user + system of the runtime and the container, ms)" ;;
+	throughput) echo "${meta[tp_runs]} runs at concurrency 2, the peers taking turns in rounds (runs/s: slowest round / all rounds / fastest round)" ;;
+	cpu) echo "CPU time per container in those runs (user + system of the runtime and the container, ms: least round / all rounds / most round)" ;;
 	rss) echo "peak RSS (MiB, GNU time %M)" ;;
 	size) echo "binary size (MiB)" ;;
 	esac
