@@ -129,7 +129,7 @@ or --log. See docs/mcp.md.`,
 				// Every call's sandbox is tied to ctx: when the client
 				// goes or a signal comes, running sandboxes are killed
 				// and removed before Run returns.
-				err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
+				err := srv.MCP().Run(ctx, stdioTransport())
 				if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 					return fmt.Errorf("mcp serve: %w", err)
 				}
