@@ -57,12 +57,14 @@ type container struct {
 	// process runs the configured program and once it has been waited for.
 	onStarted func()
 	onExited  func(error)
-	// reported, when set, delivers the entry point's exit status as the
-	// input holder reports it (runtime.RunOpts.Reported).
-	reported <-chan int
-	// early is set when the call answers from reported, before the
-	// container's end (RunOpts.Early, and no egress server).
-	early atomic.Bool
+	// holder is set when an input holder reports the entry point's exit
+	// status (a warm sandbox): the back end may then offer report.
+	holder bool
+	// report, once the back end offers it (runtime.RunOpts.Report) and
+	// there is no egress server, takes the entry point's status as the
+	// holder reports it: the call answers from it, before the container's
+	// end.
+	report atomic.Pointer[func(status int)]
 
 	// Filled by run before done is closed.
 	done    chan struct{}
@@ -182,14 +184,44 @@ const guardGrace = 250 * time.Millisecond
 // and as the lifetime guard's deadline; the returned func stops this
 // process' timer (the guard's deadline goes with the guard's release).
 func (c *container) startTimeout() (func() bool, error) {
-	timeout := c.plan.policy.Timeout
-	if c.guard != nil {
-		if err := c.guard.SetDeadline(c.start.Add(timeout + guardGrace)); err != nil {
-			return nil, &SkillError{c.plan.sk.Name, fmt.Errorf("lifetime guard: %w", err)}
+	if err := c.guardDeadline(); err != nil {
+		return nil, err
+	}
+	return c.startTimer(), nil
+}
+
+// guardDeadline sets the lifetime guard's deadline: the wall-clock limit,
+// counted from c.start, and guardGrace.
+func (c *container) guardDeadline() error {
+	if c.guard == nil {
+		return nil
+	}
+	if err := c.guard.SetDeadline(c.start.Add(c.plan.policy.Timeout + guardGrace)); err != nil {
+		return &SkillError{c.plan.sk.Name, fmt.Errorf("lifetime guard: %w", err)}
+	}
+	return nil
+}
+
+// startTimer starts this process' wall-clock limit, counted from c.start,
+// and returns what stops it.
+func (c *container) startTimer() func() bool {
+	t := time.AfterFunc(c.plan.policy.Timeout-time.Since(c.start), func() { c.cancel(errTimeout) })
+	return t.Stop
+}
+
+// offerReport is RunOpts.Report for a sandbox with an input holder. With
+// an egress server the answer waits for the run's end (its report comes
+// after it): the offer is declined, and the holder does not wait for
+// Close.
+func (c *container) offerReport() func(func(int)) {
+	if !c.holder {
+		return nil
+	}
+	return func(report func(int)) {
+		if c.eg == nil {
+			c.report.Store(&report)
 		}
 	}
-	t := time.AfterFunc(timeout-time.Since(c.start), func() { c.cancel(errTimeout) })
-	return t.Stop, nil
 }
 
 // run runs the container to its end and closes done.
@@ -227,13 +259,10 @@ func (c *container) run(stdin io.Reader, extra []*os.File) {
 
 			EgressSocket: c.egressSock,
 		},
-		Exit:     &c.info,
-		Started:  started,
-		Exited:   c.onExited,
-		Reported: c.reported,
-		// With an egress server the answer waits for the run's end (its
-		// report comes after it): the holder must not wait for Close.
-		Early: func() { c.early.Store(c.eg == nil) },
+		Exit:    &c.info,
+		Started: started,
+		Exited:  c.onExited,
+		Report:  c.offerReport(),
 	})
 	if c.eg != nil {
 		c.network = c.eg.stop()

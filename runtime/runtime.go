@@ -103,25 +103,25 @@ type RunOpts struct {
 	// container is deleted (foreground runs only): a caller may answer
 	// before the clean-up is done. It must not block.
 	Exited func(err error)
-	// Reported, when not nil, delivers the exit status of the container's
-	// program as the caller learns it from inside (the skill runner's
-	// input holder reports its entry point's status, then waits until the
-	// caller lets it exit).
-	// A back end that can read the container's usage while it is being
-	// torn down then fills Exit from what it knows (the status reported,
-	// CPU time and memory from the container's cgroups) and calls Exited
-	// once the program's output has all been written to Stdout and
-	// Stderr, without waiting for the container's first process to be
-	// reaped; Run then waits and removes the container as usual. Others
-	// ignore it (Exited comes after the wait). Foreground runs only.
-	Reported <-chan int
-	// Early, when not nil, is called before Started by a back end that
-	// will answer from Reported. A caller whose program's side waits after
-	// its report (the input holder) then lets it exit after its answer, so
-	// that the container's teardown does not compete with the answer;
-	// without the call it must let it exit once it has reported, for Run
-	// waits for the container's first process.
-	Early func()
+	// Report, when not nil, offers the caller a way to give the exit
+	// status of the container's program as it learns it from inside (the
+	// skill runner's input holder reports its entry point's status, then
+	// waits until the caller lets it exit). A back end that can read the
+	// container's usage while it is being torn down calls Report once,
+	// before Started, with the function that takes that status: called (on
+	// the caller's goroutine, at most once), it fills Exit from what the
+	// back end knows (the status, CPU time and memory from the container's
+	// cgroups) and calls Exited once the program's output has all been
+	// written to Stdout and Stderr, without waiting for the container's
+	// first process to be reaped; Run then waits and removes the
+	// container as usual. A call after Exited does nothing. Others never
+	// call Report (Exited comes after the wait), and a caller whose
+	// program's side waits after its report must then let it exit once it
+	// has reported, for Run waits for the container's first process; one
+	// that got the function lets it exit after its answer instead, so that
+	// the container's teardown does not compete with the answer.
+	// Foreground runs only.
+	Report func(report func(status int))
 }
 
 // ExecOpts are the options of Exec.

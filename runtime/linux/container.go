@@ -352,7 +352,7 @@ func (r *Runtime) Start(_ context.Context, id string) error {
 // Run implements runtime.Runtime.
 func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, error) {
 	begin := time.Now()
-	early := o.Reported != nil && !o.Detach && o.Exit != nil && o.Exited != nil
+	early := o.Report != nil && !o.Detach && o.Exit != nil && o.Exited != nil
 	s, err := r.spawn(id, o.CreateOpts, o.Detach, true, early)
 	if err != nil {
 		return -1, err
@@ -373,15 +373,7 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 	// runtime's own init (a Go process) before its exec.
 	early = early && s.cgroups && s.cpuDir != ""
 	s.usage = openUsage(s, early)
-	if early && o.Early != nil {
-		o.Early()
-	}
-	if o.Started != nil {
-		if pid, err := s.p.Pid(); err == nil {
-			o.Started(pid)
-		}
-	}
-	// Exit and Exited once: from the program's reported status (earlyExit)
+	// Exit and Exited once: from the program's reported status (Report)
 	// or after the wait, whichever comes first.
 	var (
 		exitMu sync.Mutex
@@ -402,21 +394,17 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 		}
 	}
 	if early {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			select {
-			case status, ok := <-o.Reported:
-				if !ok {
-					return
-				}
-				// The program's output, all of it: its writers are gone
-				// (the holder closed its own copies before it reported).
-				s.io.waitOutput()
-				exitOnce(func(e *runtime.ExitInfo) bool { return fillReported(e, s, status, time.Since(begin)) }, nil)
-			case <-stop:
-			}
-		}()
+		o.Report(func(status int) {
+			// The program's output, all of it: its writers are gone (the
+			// holder closed its own copies before it reported).
+			s.io.waitOutput()
+			exitOnce(func(e *runtime.ExitInfo) bool { return fillReported(e, s, status, time.Since(begin)) }, nil)
+		})
+	}
+	if o.Started != nil {
+		if pid, err := s.p.Pid(); err == nil {
+			o.Started(pid)
+		}
 	}
 	status, ps, werr := wait(ctx, s.p, s.io, o.Signals, killAll)
 	s.io.close()

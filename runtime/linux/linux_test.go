@@ -273,11 +273,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestRunReported: a status the caller reports (RunOpts.Reported) fills
-// Exit from the cgroups and calls Exited once the program's output has
-// all been written, while the container's first process still runs (here
-// it goes on for 2 s with its output elsewhere); Run still waits for it.
-// Without a report, Exited comes after the wait.
+// TestRunReported: a status the caller reports (the function RunOpts.Report
+// hands it, offered before Started) fills Exit from the cgroups and calls
+// Exited once the program's output has all been written, while the
+// container's first process still runs (here it goes on for 2 s with its
+// output elsewhere); Run still waits for it. A report after Exited does
+// nothing.
 func TestRunReported(t *testing.T) {
 	s := sleepSpec(t)
 	s.Process.Args = []string{"sh", "-c", "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; echo out; echo err >&2; exec sleep 2 >/dev/null 2>&1"}
@@ -292,7 +293,8 @@ func TestRunReported(t *testing.T) {
 	writeSpec(t, dir, s)
 	var out, errb syncBuffer
 	var info runtime.ExitInfo
-	reported := make(chan int, 1)
+	var report func(int)
+	offered := make(chan func(int), 1)
 	type exited struct {
 		at        time.Duration
 		out, errb string
@@ -301,13 +303,19 @@ func TestRunReported(t *testing.T) {
 	got := make(chan exited, 1)
 	begin := time.Now()
 	go func() {
+		report := <-offered
 		time.Sleep(300 * time.Millisecond) // the program has printed by then
-		reported <- 7
+		report(7)
 	}()
 	status, err := r.Run(context.Background(), "reported", runtime.RunOpts{
 		CreateOpts: runtime.CreateOpts{Bundle: dir, Stdio: runtime.Stdio{Stdout: &out, Stderr: &errb}},
 		Exit:       &info,
-		Reported:   reported,
+		Report:     func(f func(int)) { report = f; offered <- f },
+		Started: func(int) {
+			if report == nil {
+				t.Error("Started before Report")
+			}
+		},
 		Exited: func(error) {
 			got <- exited{time.Since(begin), out.String(), errb.String(), info}
 		},
@@ -328,5 +336,9 @@ func TestRunReported(t *testing.T) {
 	}
 	if info.Status != 7 {
 		t.Errorf("Exit was overwritten after Exited: %+v", info)
+	}
+	report(9) // after Run: nothing happens
+	if info.Status != 7 || len(got) != 0 {
+		t.Errorf("a report after Exited changed Exit (%+v) or called Exited again", info)
 	}
 }

@@ -243,6 +243,40 @@ func TestMCPPoolWarmCalls(t *testing.T) {
 	})
 }
 
+// TestMCPPoolWarmInputSizes: a warm sandbox gets its whole input, one a
+// pipe holds at once (written before the call waits) and one several
+// times larger than a pipe (written while the entry point reads it),
+// and each call consumes the pooled sandbox (it ran warm).
+func TestMCPPoolWarmInputSizes(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		cs := m.mcpServe(t, "--pool", "1", "--watch", "0")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, n := range []int{3000, 300000} {
+			before, _ := m.waitPooled(t, "probe", 1)
+			c := callTool(t, ctx, cs, "probe", map[string]any{"mode": "size", "pad": strings.Repeat("x", n)})
+			if c.r.IsError || !c.res.OK || string(mustJSON(c.res.Output)) != `{"intact":true,"pad":`+itoa(n)+`}` {
+				t.Fatalf("warm call with a %d-byte pad: %s", n, c.text())
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				after := m.containers("probe")
+				gone := 0
+				for id := range before {
+					if _, ok := after[id]; !ok {
+						gone++
+					}
+				}
+				if gone == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the %d-byte call did not consume the pooled sandbox (before %v, after %v): it did not run warm", n, before, after)
+				}
+			}
+		}
+	})
+}
+
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 
 // TestMCPPoolKilledServer is the killed-server hazard of warm sandboxes:
