@@ -45,7 +45,8 @@ does not favour one peer:
                floor under any runtime built on it (make lcfloor)
   throughput   100 cold runs at concurrency 2, runs/s per runtime (and lcfloor), and the CPU time
                (user + system, GNU time) per container; the peers take turns in 5 rounds
-  mcp          \`skillrun mcp serve\` tools/call of the hello skill (SDK client over stdio), cold and warm, vs cold
+  mcp          \`skillrun mcp serve\` tools/call of the hello skill over stdio (the Go SDK's client; the warm
+               rows of the targets through a raw JSON-RPC client), cold and warm, vs cold
                \`skill run\` vs bare python3: p50/p95/p99 and calls/s at concurrency 2 (hack/mcpbench)
   egress-rss   \`skill run\`'s own peak RSS (VmHWM sampled from /proc) idle and under the network
                allowlist attacks of tests/security (huge heads, a 160 MiB second head, a trickled
@@ -382,7 +383,7 @@ if [ "$only_egress" = 1 ]; then
 		skill_ok=1
 	fi
 else
-# --- MCP server (hack/mcpbench: the SDK's client over stdio) ---------------------------------------
+# --- MCP server (hack/mcpbench: over stdio, the SDK's client and a raw one) ---------------------------
 mcp_md=$out/mcp.md
 (cd "$repo" && go build -o "$work/bin/mcpbench" ./hack/mcpbench) || die "build hack/mcpbench"
 "$work/bin/mcpbench" -skillrun "$skillrun" -skill "$skill" -root "$work/mcp" -n "$runs" >"$mcp_md" ||

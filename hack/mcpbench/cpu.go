@@ -126,3 +126,48 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // variant is one row of the interleaved rounds: prep runs untimed before
 // each call.
+
+// busyNS is the whole machine's CPU time in nanoseconds, every task's
+// (kernel threads too): the root cpuacct cgroup's usage (v1), else the
+// root cgroup's usage_usec (v2), else /proc/stat's clock ticks.
+func busyNS() time.Duration {
+	if b, err := os.ReadFile("/sys/fs/cgroup/cpuacct/cpuacct.usage"); err == nil {
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return time.Duration(v)
+		}
+	}
+	for _, p := range []string{"/sys/fs/cgroup/cpu.stat", "/sys/fs/cgroup/unified/cpu.stat"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+				if us, err := strconv.ParseInt(v, 10, 64); err == nil {
+					return time.Duration(us) * time.Microsecond
+				}
+			}
+		}
+	}
+	return machineBusy()
+}
+
+// settle waits until the machine is idle: under 1.5 ms of CPU time in
+// all over the last 25 ms (3% of two cores), so that a timed call does
+// not share the CPUs with what the previous one left (a used sandbox's
+// teardown: kernel workers free its namespaces and cgroups after it is
+// gone), as an agent's calls, spaced by its model's turns, do not. At
+// most 2 s; it reports whether the machine got idle.
+func settle() bool {
+	const window, poll = 25 * time.Millisecond, 5 * time.Millisecond
+	var hist []time.Duration
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(poll) {
+		hist = append(hist, busyNS())
+		if n := int(window / poll); len(hist) > n {
+			if hist[len(hist)-1]-hist[len(hist)-1-n] < 1500*time.Microsecond {
+				return true
+			}
+		}
+	}
+	return false
+}
