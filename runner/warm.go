@@ -312,14 +312,16 @@ func (s *Sandbox) Launch(ctx context.Context) (retErr error) {
 		if err != nil || !strings.HasPrefix(line, "x") {
 			return
 		}
+		// A normal exit is answered from the report when the back end
+		// offered to, and the holder waits for the control pipe's end
+		// until Close. Otherwise (a death by a signal, 128+N, which the
+		// container's end says more of; no offer) the pipe ends now: the
+		// holder exits, and the answer waits for the container's first
+		// process, the holder, to be reaped.
 		report := c.report.Load()
 		if n, err := strconv.Atoi(strings.TrimSuffix(line[1:], "\n")); err == nil && n >= 0 && n < 128 && report != nil {
 			(*report)(n)
-		}
-		// The holder waits for the control pipe's end: at Close when the
-		// back end answers from its report, else now (the answer waits for
-		// the container's first process, the holder, to exit).
-		if report == nil {
+		} else {
 			_ = ctlW.Close()
 		}
 	}()

@@ -277,6 +277,29 @@ func TestMCPPoolWarmInputSizes(t *testing.T) {
 	})
 }
 
+// TestMCPPoolWarmSignal: a warm sandbox's entry point killed by a signal
+// is answered as such (stopped_reason "signal", exit code 128+9), at its
+// end: not held until the wall-clock limit, and not as a timeout.
+func TestMCPPoolWarmSignal(t *testing.T) {
+	forEachMode(t, func(t *testing.T, m *mode) {
+		cs := m.mcpServe(t, "--pool", "1", "--watch", "0")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		before, _ := m.waitPooled(t, "probe", 1)
+		c := callTool(t, ctx, cs, "probe", map[string]any{"mode": "kill"})
+		if !c.r.IsError || c.res.OK || c.res.StoppedReason != "signal" || c.res.ExitCode != 137 {
+			t.Fatalf("warm call whose entry point SIGKILLs itself: %s; want stopped_reason signal, exit code 137", c.text())
+		}
+		if after := m.containers("probe"); len(after) > 0 {
+			for id := range before {
+				if _, ok := after[id]; ok {
+					t.Errorf("the call did not consume the pooled sandbox %s: it did not run warm", id)
+				}
+			}
+		}
+	})
+}
+
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 
 // TestMCPPoolKilledServer is the killed-server hazard of warm sandboxes:
