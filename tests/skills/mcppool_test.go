@@ -277,23 +277,35 @@ func TestMCPPoolWarmInputSizes(t *testing.T) {
 	})
 }
 
-// TestMCPPoolWarmSignal: a warm sandbox's entry point killed by a signal
-// is answered as such (stopped_reason "signal", exit code 128+9), at its
-// end: not held until the wall-clock limit, and not as a timeout.
-func TestMCPPoolWarmSignal(t *testing.T) {
+// TestMCPPoolWarmEnds: a warm sandbox's entry point that does not exit
+// normally is answered as such, at its end (not held until the
+// wall-clock limit, not as a timeout): killed by a signal of its own
+// (stopped_reason "signal", exit code 128+9) and by the memory limit
+// (stopped_reason "memory": the OOM killer's SIGKILL, or a failed
+// allocation under RLIMIT_AS without cgroups), each through the pooled
+// sandbox.
+func TestMCPPoolWarmEnds(t *testing.T) {
 	forEachMode(t, func(t *testing.T, m *mode) {
-		cs := m.mcpServe(t, "--pool", "1", "--watch", "0")
+		cs := m.mcpServe(t, "--pool", "1", "--watch", "0", "--memory", "64Mi")
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		before, _ := m.waitPooled(t, "probe", 1)
-		c := callTool(t, ctx, cs, "probe", map[string]any{"mode": "kill"})
-		if !c.r.IsError || c.res.OK || c.res.StoppedReason != "signal" || c.res.ExitCode != 137 {
-			t.Fatalf("warm call whose entry point SIGKILLs itself: %s; want stopped_reason signal, exit code 137", c.text())
-		}
-		if after := m.containers("probe"); len(after) > 0 {
+		for _, tc := range []struct{ mode, stopped string }{{"kill", "signal"}, {"hog", "memory"}} {
+			before, _ := m.waitPooled(t, "probe", 1)
+			c := callTool(t, ctx, cs, "probe", map[string]any{"mode": tc.mode})
+			// The OOM killer's SIGKILL when a cgroup enforces the memory
+			// limit; without one (rootless, no delegation) the
+			// allocation fails under RLIMIT_AS and Python exits 1.
+			code := 137
+			if tc.mode == "hog" && (c.res.Limits == nil || c.res.Limits.Enforcement["memory"].EnforcedBy != "cgroup") {
+				code = 1
+			}
+			if !c.r.IsError || c.res.OK || c.res.StoppedReason != tc.stopped || c.res.ExitCode != code {
+				t.Errorf("warm call, mode %s: %s; want stopped_reason %s, exit code %d", tc.mode, c.text(), tc.stopped, code)
+			}
+			after := m.containers("probe")
 			for id := range before {
 				if _, ok := after[id]; ok {
-					t.Errorf("the call did not consume the pooled sandbox %s: it did not run warm", id)
+					t.Errorf("mode %s: the call did not consume the pooled sandbox %s: it did not run warm", tc.mode, id)
 				}
 			}
 		}
