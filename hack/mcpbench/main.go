@@ -235,7 +235,8 @@ func run(bin, dir, root string, n int) error {
 
 	// Warm: each timed call finds its pool refilled, as an agent's calls
 	// spaced by more than a refill do, and every other server's pool
-	// full too (nothing launching meanwhile), on an idle machine (settle). Its floor: python3
+	// full too (nothing launching meanwhile), on an idle machine
+	// (settle). Its floor: python3
 	// pre-started on the same script, blocked reading its stdin as the
 	// warm sandbox's entry point is, from a pool of its own refilled as
 	// the server's is (so it has waited as a pooled sandbox waits: a
@@ -244,7 +245,7 @@ func run(bin, dir, root string, n int) error {
 	// written, stdin closed, the output read to its end and the process
 	// reaped. The same for the os._exit variant, and, for context,
 	// python3 started just before its call. All in interleaved rounds.
-	unsettled := 0 // calls timed on a machine that did not get idle
+	unsettled := 0 // calls (warm-ups too) started on a machine that did not get idle
 	// The warm rows for the targets go through the raw client (raw.go):
 	// the same server binary, measured without a client library's own
 	// work; one row through the Go SDK's client (the server the
@@ -414,7 +415,7 @@ func run(bin, dir, root string, n int) error {
 	fmt.Println("The warm, pre-started and ping rows: each timed call starts once every pool is full and the")
 	fmt.Println("machine is idle (under 1.5 ms of CPU time in all over 25 ms, every task's, kernel workers")
 	fmt.Println("included: a used sandbox's namespaces and cgroups are freed by them after it is gone), as an")
-	fmt.Printf("agent's calls spaced by its model's turns find it; %d of those calls found it busy for 2 s and ran anyway.\n", unsettled)
+	fmt.Printf("agent's calls spaced by its model's turns find it; %d of those calls (warm-ups included) found it busy for 2 s and ran anyway.\n", unsettled)
 	fmt.Println()
 	verdict := func(ok bool) string {
 		if ok {
