@@ -124,9 +124,6 @@ func rateCPU(total int, f func() error, cpu func() time.Duration, settle func() 
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// variant is one row of the interleaved rounds: prep runs untimed before
-// each call.
-
 // busyNS is the whole machine's CPU time in nanoseconds, every task's
 // (kernel threads too): the root cpuacct cgroup's usage (v1), else the
 // root cgroup's usage_usec (v2), else /proc/stat's clock ticks.

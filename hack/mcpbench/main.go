@@ -127,6 +127,8 @@ func rate(total int, f func() error) (float64, error) {
 	return float64(total) / el.Seconds(), nil
 }
 
+// variant is one row of the interleaved rounds: prep runs untimed before
+// each call.
 type variant struct {
 	name    string
 	prep    func() error

@@ -69,14 +69,14 @@ func rawServer(bin, dir, state string, env []string, pool int) (*rawSrv, error) 
 		Tools []struct{ Name string } `json:"tools"`
 	}
 	_ = json.Unmarshal(res, &l)
+	var names []string
 	for _, t := range l.Tools {
-		if t.Name != "run_command" && t.Name != "write_file" && t.Name != "read_file" {
-			s.name = t.Name
-		}
+		names = append(names, t.Name)
 	}
-	if s.name == "" {
+	var ok bool
+	if s.name, ok = skillTool(names); !ok {
 		s.close()
-		return nil, fmt.Errorf("mcp serve lists no skill tool: %s", res)
+		return nil, fmt.Errorf("mcp serve lists %v, want one skill tool", names)
 	}
 	return s, nil
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skillrun/skillrun/mcpserver"
 )
 
 // srv is a running `mcp serve`.
@@ -41,19 +43,33 @@ func server(bin, dir, state string, env []string, pool int) (*srv, error) {
 		return nil, fmt.Errorf("mcp serve: %w", err)
 	}
 	lr, err := cs.ListTools(ctx, nil)
-	var skills []string
+	var names []string
 	if err == nil {
 		for _, t := range lr.Tools {
-			if t.Name != "run_command" && t.Name != "write_file" && t.Name != "read_file" {
-				skills = append(skills, t.Name)
-			}
+			names = append(names, t.Name)
 		}
 	}
-	if len(skills) != 1 {
+	name, ok := skillTool(names)
+	if !ok {
 		cs.Close()
 		return nil, fmt.Errorf("mcp serve lists %v (%v), want one skill tool", lr, err)
 	}
-	return &srv{cs: cs, name: skills[0], pid: cmd.Process.Pid, state: state, log: log}, nil
+	return &srv{cs: cs, name: name, pid: cmd.Process.Pid, state: state, log: log}, nil
+}
+
+// skillTool is the one skill's tool among the tools a server lists (the
+// others are its command and file tools).
+func skillTool(names []string) (string, bool) {
+	var skills []string
+	for _, n := range names {
+		if n != mcpserver.RunCommandTool && n != mcpserver.WriteFileTool && n != mcpserver.ReadFileTool {
+			skills = append(skills, n)
+		}
+	}
+	if len(skills) != 1 {
+		return "", false
+	}
+	return skills[0], true
 }
 
 // callLog passes the server's stderr on and counts its call lines,
@@ -96,7 +112,7 @@ func (l *callLog) counts() (warm, cold int) {
 // sandbox.
 func commandCaller(s *srv) func() error {
 	return func() error {
-		r, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command",
+		r, err := s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.RunCommandTool,
 			Arguments: map[string]any{"skill": s.name, "command": []string{"python3", "scripts/main.py"}, "stdin": "{}"}})
 		if err == nil && r.IsError {
 			err = fmt.Errorf("tool error: %v", r.Content)

@@ -177,19 +177,7 @@ func TestMCPPoolWarmCalls(t *testing.T) {
 		}
 		// The answer comes before the used sandbox's teardown (the
 		// holder reports the entry point's status): it goes soon after.
-		var after map[string]int
-		consumed := 0
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			after, consumed = m.containers("calculator"), 0
-			for id := range before {
-				if _, ok := after[id]; !ok {
-					consumed++
-				}
-			}
-			if consumed > 0 || time.Now().After(deadline) {
-				break
-			}
-		}
+		consumed, after := m.consumed("calculator", before)
 		if consumed != 1 {
 			t.Errorf("the call consumed %d of the pool's sandboxes (before %v, after %v): want exactly 1 (warm, not reused)", consumed, before, after)
 		}
@@ -258,20 +246,8 @@ func TestMCPPoolWarmInputSizes(t *testing.T) {
 			if c.r.IsError || !c.res.OK || string(mustJSON(c.res.Output)) != `{"intact":true,"pad":`+itoa(n)+`}` {
 				t.Fatalf("warm call with a %d-byte pad: %s", n, c.text())
 			}
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				after := m.containers("probe")
-				gone := 0
-				for id := range before {
-					if _, ok := after[id]; !ok {
-						gone++
-					}
-				}
-				if gone == 1 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the %d-byte call did not consume the pooled sandbox (before %v, after %v): it did not run warm", n, before, after)
-				}
+			if gone, after := m.consumed("probe", before); gone != 1 {
+				t.Fatalf("the %d-byte call did not consume the pooled sandbox (before %v, after %v): it did not run warm", n, before, after)
 			}
 		}
 	})
@@ -302,14 +278,28 @@ func TestMCPPoolWarmEnds(t *testing.T) {
 			if !c.r.IsError || c.res.OK || c.res.StoppedReason != tc.stopped || c.res.ExitCode != code {
 				t.Errorf("warm call, mode %s: %s; want stopped_reason %s, exit code %d", tc.mode, c.text(), tc.stopped, code)
 			}
-			after := m.containers("probe")
-			for id := range before {
-				if _, ok := after[id]; ok {
-					t.Errorf("mode %s: the call did not consume the pooled sandbox %s: it did not run warm", tc.mode, id)
-				}
+			if gone, after := m.consumed("probe", before); gone != len(before) {
+				t.Errorf("mode %s: the call did not consume the pooled sandbox (before %v, after %v): it did not run warm", tc.mode, before, after)
 			}
 		}
 	})
+}
+
+// consumed waits (at most 5 s) until a call has taken one or more of the
+// pooled sandboxes before (by ID) of skill name, and says how many of
+// them are gone, and what runs now.
+func (m *mode) consumed(name string, before map[string]int) (int, map[string]int) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		after, gone := m.containers(name), 0
+		for id := range before {
+			if _, ok := after[id]; !ok {
+				gone++
+			}
+		}
+		if gone > 0 || time.Now().After(deadline) {
+			return gone, after
+		}
+	}
 }
 
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
