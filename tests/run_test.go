@@ -4,12 +4,16 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -334,4 +338,167 @@ func TestExeSealBelowBinary(t *testing.T) {
 			t.Errorf("--root %s: warned %v, want %v\n%s", c.root, got, c.warn, out)
 		}
 	}
+}
+
+// forwardScript traps the signals forwardedSignals sends, echoing each,
+// and exits 7 on SIGTERM: the container's side of a forwarding test. It
+// waits in short foreground sleeps (the shell runs a trap once the one
+// under way ends), so no process of its own is left when it exits.
+const forwardScript = `for s in USR1 USR2 HUP INT QUIT ALRM PWR CONT 35 40 64; do trap "echo got-$s" $s; done
+trap 'echo got-TERM; exit 7' TERM
+echo ready
+while :; do sleep 0.05; done`
+
+// forwardedSignals sends signals to the runtime process pid (a
+// foreground run or exec) and waits for the container's process
+// (forwardScript) to report each, then ends it with SIGTERM. They cover
+// both of skillrun's ways to receive a signal (internal/sigfwd): its C
+// relay (all of them but one) and os/signal (SIGCONT).
+func forwardedSignals(t *testing.T, pid int, stdout func() string) {
+	t.Helper()
+	wait := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stdout(), what+"\n") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the container's process never said %q; its stdout: %q", what, stdout())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("ready")
+	for _, s := range []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"USR1", syscall.SIGUSR1}, {"USR2", syscall.SIGUSR2}, {"ALRM", syscall.SIGALRM},
+		{"PWR", syscall.SIGPWR}, {"35", 35}, {"40", 40}, {"64", 64},
+		{"HUP", syscall.SIGHUP}, {"INT", syscall.SIGINT}, {"QUIT", syscall.SIGQUIT},
+		{"CONT", syscall.SIGCONT}, {"TERM", syscall.SIGTERM},
+	} {
+		if err := syscall.Kill(pid, s.sig); err != nil {
+			t.Fatalf("kill -%s %d (the runtime): %v", s.name, pid, err)
+		}
+		wait("got-" + s.name)
+	}
+}
+
+// parentPid reads pid's parent from /proc.
+func parentPid(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ppid ...: comm may hold spaces; the last ')' ends it.
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, data)
+	}
+	return ppid
+}
+
+// TestRunForwardsSignals: signals sent to a foreground `run` or `exec`
+// reach the container's process (it traps them and says so), the
+// runtime stays until the process ends, and exits with its status.
+// Root and rootless.
+func TestRunForwardsSignals(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"root", "rootless"} {
+		t.Run(mode+"/run", func(t *testing.T) {
+			t.Parallel()
+			r, u := forwardRT(t, mode)
+			c := r.newContainer(newBundle(t, u, "sh", "-c", forwardScript), "")
+			done := runInBackground(t, r, c)
+			rtPid := parentPid(t, c.pid)
+			forwardedSignals(t, rtPid, c.Stdout)
+			if res := waitResult(t, done); res.code != 7 {
+				t.Errorf("run whose process exits 7 on SIGTERM: want 7\n%s", res)
+			}
+			if !waitPidGone(rtPid, 5*time.Second) {
+				t.Errorf("the runtime (pid %d) is still there", rtPid)
+			}
+			assertNoTrace(t, r, c.id, c.pid, c.b.dir)
+		})
+		t.Run(mode+"/exec", func(t *testing.T) {
+			t.Parallel()
+			r, u := forwardRT(t, mode)
+			c := r.start(newBundle(t, u, "sleep", "1000"))
+			out := filepath.Join(tempDir(t), "exec.stdout")
+			f, err := os.Create(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u != nil {
+				_ = f.Chown(u.uid, u.gid)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+			defer cancel()
+			cmd := r.command(ctx, "exec", c.id, "sh", "-c", forwardScript)
+			cmd.Stdout, cmd.Stderr = f, f
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			stdout := func() string { b, _ := os.ReadFile(out); return string(b) }
+			for !strings.Contains(stdout(), "ready\n") {
+				select {
+				case <-ctx.Done():
+					t.Fatalf("exec never started: %q", stdout())
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+			// The runtime's own pid: under runuser (rootless) it is not
+			// cmd's, but the exec'd process's parent.
+			rtPid := cmd.Process.Pid
+			if u != nil {
+				rtPid = execRuntimePid(t, c.pid)
+			}
+			forwardedSignals(t, rtPid, stdout)
+			err = cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+				t.Errorf("exec whose process exits 7 on SIGTERM: %v, want exit 7; output %q", err, stdout())
+			}
+			r.ok("delete", "--force", c.id)
+			assertNoTrace(t, r, c.id, c.pid, c.b.dir)
+		})
+	}
+}
+
+// forwardRT is a root or a rootless runner, and the bundle's user.
+func forwardRT(t *testing.T, mode string) (*rt, *testUser) {
+	t.Helper()
+	if mode == "root" {
+		needRoot(t)
+		return newRT(t), nil
+	}
+	u := needTestUser(t)
+	return newRootlessRT(t), u
+}
+
+// execRuntimePid finds the runtime of a foreground exec into the
+// container whose init is initPid: the parent of the container's
+// process that is not its init.
+func execRuntimePid(t *testing.T, initPid int) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == initPid {
+			continue
+		}
+		a, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		b, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", initPid))
+		if err1 != nil || err2 != nil || a != b {
+			continue
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bytes.HasPrefix(cmdline, []byte("sh\x00-c\x00")) {
+			return parentPid(t, pid)
+		}
+	}
+	t.Fatalf("no exec'd sh in the pid namespace of %d", initPid)
+	return 0
 }

@@ -81,8 +81,8 @@ func (e *env) exec(c *cli.Context) (int, error) {
 		SubCgroupPaths: sub,
 	}
 	if !opts.Detach {
-		sigs := notifyAll()
-		defer stopNotify(sigs)
+		sigs, stop := forwardSignals()
+		defer stop()
 		opts.Signals = sigs
 	}
 	return rt.Exec(c.Context, id, opts)

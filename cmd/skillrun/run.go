@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/skillrun/skillrun/internal/sigfwd"
 	"github.com/skillrun/skillrun/runtime"
 )
 
@@ -60,8 +60,8 @@ func runCommand(e *env) *cli.Command {
 				Keep:       c.Bool("keep"),
 			}
 			if !opts.Detach {
-				sigs := notifyAll()
-				defer stopNotify(sigs)
+				sigs, stop := forwardSignals()
+				defer stop()
 				opts.Signals = sigs
 			}
 			status, err := rt.Run(c.Context, id, opts)
@@ -89,22 +89,10 @@ func generatedID() string {
 	return "skillrun-" + hex.EncodeToString(b)
 }
 
-// notifyAll returns a channel that receives every signal once
-// registration completes. Registering all ~65 signals costs 1-2 ms, so it
-// happens in the background while the container is set up, as runc does;
-// a signal that arrives before then gets its default action.
-func notifyAll() chan os.Signal {
-	sigs := make(chan os.Signal, 128)
-	go signal.Notify(sigs)
-	return sigs
-}
-
-// stopNotify undoes notifyAll without waiting for it. signal.Stop waits
-// for the runtime's signal loop to go idle (it had every signal, SIGCHLD
-// of the container's exit among them, to deliver): 1.4 ms measured on
-// the exit path of every foreground run, right before the process exits
-// anyway. In the background it costs nothing; a signal that arrives
-// meanwhile lands in the buffered channel instead of its default action.
-func stopNotify(sigs chan os.Signal) {
-	go signal.Stop(sigs)
+// forwardSignals relays every signal a foreground run or exec forwards
+// to its container (internal/sigfwd: runc's set, most of it without the
+// per-signal cost of os/signal) to the returned channel, until stop.
+func forwardSignals() (sigs chan os.Signal, stop func()) {
+	sigs = make(chan os.Signal, 128)
+	return sigs, sigfwd.Notify(sigs).Stop
 }

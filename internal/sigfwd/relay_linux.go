@@ -1,0 +1,170 @@
+//go:build linux && cgo
+
+package sigfwd
+
+/*
+#cgo CFLAGS: -Wall -O2
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SIGFWD_NSIG 65
+
+// The pipe's write end while installed, else -1; handlers in flight.
+static int sigfwd_fd = -1;
+static int sigfwd_inflight;
+static struct sigaction sigfwd_old[SIGFWD_NSIG];
+
+// Async-signal-safe: one write(2) to a non-blocking pipe (a full pipe
+// drops the signal, as a full channel does under os/signal), errno kept.
+static void sigfwd_handler(int sig)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)sig;
+
+	__atomic_add_fetch(&sigfwd_inflight, 1, __ATOMIC_SEQ_CST);
+	int fd = __atomic_load_n(&sigfwd_fd, __ATOMIC_SEQ_CST);
+	if (fd >= 0 && write(fd, &b, 1) < 0) {
+		// Dropped: nothing else is safe to do here.
+	}
+	__atomic_sub_fetch(&sigfwd_inflight, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+}
+
+// sigfwd_install points each of sigs whose handler is a function (the
+// Go runtime's) at sigfwd_handler, which writes to fd, and returns the
+// signals it took as a mask (bit n-1: signal n) in *taken. A signal
+// found ignored or at its default is left as it was. On a failure every
+// disposition is as it was, and errno is returned.
+// SA_ONSTACK: the Go runtime requires it of every handler in its process
+// (it runs on the thread's signal stack, never a goroutine's).
+static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
+{
+	struct sigaction sa, old;
+	int i, err;
+
+	*taken = 0;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = sigfwd_handler;
+	sa.sa_flags = SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	__atomic_store_n(&sigfwd_fd, fd, __ATOMIC_SEQ_CST);
+	for (i = 0; i < n; i++) {
+		int s = sigs[i];
+		if (s <= 0 || s >= SIGFWD_NSIG) {
+			err = EINVAL;
+			goto undo;
+		}
+		if (sigaction(s, &sa, &old) != 0) {
+			err = errno;
+			goto undo;
+		}
+		// The handler's field whatever the flags: the Go runtime sets
+		// SIG_IGN and SIG_DFL with SA_SIGINFO too.
+		if (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN) {
+			sigaction(s, &old, NULL);
+			continue;
+		}
+		sigfwd_old[s] = old;
+		*taken |= (uint64_t)1 << (s - 1);
+	}
+	return 0;
+undo:
+	for (i = 1; i < SIGFWD_NSIG; i++)
+		if (*taken & ((uint64_t)1 << (i - 1)))
+			sigaction(i, &sigfwd_old[i], NULL);
+	*taken = 0;
+	__atomic_store_n(&sigfwd_fd, -1, __ATOMIC_SEQ_CST);
+	return err;
+}
+
+// sigfwd_uninstall puts the previous handlers of the taken signals back
+// and returns once no handler can write to the pipe any more: a handler
+// that read the descriptor before it was cleared is counted in flight,
+// one that reads it after finds -1.
+static void sigfwd_uninstall(uint64_t taken)
+{
+	int i;
+
+	for (i = 1; i < SIGFWD_NSIG; i++)
+		if (taken & ((uint64_t)1 << (i - 1)))
+			sigaction(i, &sigfwd_old[i], NULL);
+	__atomic_store_n(&sigfwd_fd, -1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&sigfwd_inflight, __ATOMIC_SEQ_CST) != 0)
+		sched_yield();
+}
+*/
+import "C"
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// candidates are the signals the C handler takes over when their handler
+// is the Go runtime's: the ones it catches from the start of a process
+// (runtime/sigtab_linux_generic.go: not _SigDefault, not _SigSetStack)
+// but SIGPIPE (Go's write path asks os/signal whether anyone wants it
+// before it dies of an EPIPE on stdout or stderr) and those it needs for
+// itself (SIGCHLD, SIGURG, SIGPROF, the synchronous ones).
+var candidates = func() []C.int {
+	s := []C.int{}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGTERM, syscall.SIGXCPU,
+		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO, syscall.SIGPWR} {
+		s = append(s, C.int(sig))
+	}
+	// Not 32 and 33 (glibc's own) nor 34 (musl's, which the Go runtime
+	// leaves at its default).
+	for n := 35; n <= 64; n++ {
+		s = append(s, C.int(n))
+	}
+	return s
+}()
+
+// forwarded is every signal a runtime forwards. Not SIGKILL and SIGSTOP
+// (no one can catch them), SIGCHLD and SIGURG (a foreground runtime
+// drops them: its children's ends, the Go runtime's preemption), SIGPROF
+// (the Go runtime's profiler keeps it), 32 and 33 (glibc's).
+var forwarded = func() []os.Signal {
+	var out []os.Signal
+	for n := 1; n <= 64; n++ {
+		switch syscall.Signal(n) {
+		case syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGCHLD, syscall.SIGURG, syscall.SIGPROF, 32, 33:
+			continue
+		}
+		out = append(out, syscall.Signal(n))
+	}
+	return out
+}()
+
+// install opens the pipe and points the candidates at the handler; it
+// returns the pipe's read end (non-blocking: os.NewFile reads it through
+// the poller), its write end (the handler's) and the signals taken.
+func install() (*os.File, int, uint64, error) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC|syscall.O_NONBLOCK); err != nil {
+		return nil, -1, 0, err
+	}
+	var taken C.uint64_t
+	if rc := C.sigfwd_install(C.int(fds[1]), (*C.int)(unsafe.Pointer(&candidates[0])), C.int(len(candidates)), &taken); rc != 0 || taken == 0 {
+		syscall.Close(fds[0])
+		syscall.Close(fds[1])
+		if rc == 0 {
+			return nil, -1, 0, syscall.ENOENT
+		}
+		return nil, -1, 0, syscall.Errno(rc)
+	}
+	return os.NewFile(uintptr(fds[0]), "sigfwd"), fds[1], uint64(taken), nil
+}
+
+// uninstall puts the previous handlers back, then closes the write end w:
+// the reader sees the end of the pipe.
+func uninstall(w int, taken uint64) {
+	C.sigfwd_uninstall(C.uint64_t(taken))
+	syscall.Close(w)
+}

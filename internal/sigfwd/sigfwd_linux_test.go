@@ -1,0 +1,224 @@
+//go:build linux && cgo
+
+package sigfwd
+
+import (
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// caught reads the mask of signals with a handler from /proc/self/status.
+func caught(t *testing.T) uint64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
+			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("SigCgt %q: %v", v, err)
+			}
+			return m
+		}
+	}
+	t.Fatal("no SigCgt line in /proc/self/status")
+	return 0
+}
+
+// bit is s's bit in a mask of signals (SigCgt's, taken).
+func bit(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
+
+// handler reads signal n's current handler address from the kernel.
+func handler(t *testing.T, n int) uintptr {
+	t.Helper()
+	var act [4]uintptr // handler, flags, restorer, mask
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(n), 0, uintptrOf(&act), 8, 0, 0); e != 0 {
+		t.Fatalf("rt_sigaction(%d): %v", n, e)
+	}
+	return act[0]
+}
+
+// expect sends s to this process and waits for it on c.
+func expect(t *testing.T, c <-chan os.Signal, s syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), s); err != nil {
+		t.Fatalf("kill %v: %v", s, err)
+	}
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-c:
+			if got == s {
+				return
+			}
+			t.Logf("while waiting for %v: got %v", s, got)
+		case <-timeout:
+			t.Fatalf("signal %d (%v) sent to this process never reached the channel", int(s), s)
+		}
+	}
+}
+
+// TestTakesOverGoHandlers: the C handler takes exactly the candidates
+// whose handler is the Go runtime's, and the signals the Go runtime
+// catches from the start and drops when unwanted are among them (the
+// control: if a Go release stops catching them, this fails before
+// anything relies on it).
+func TestTakesOverGoHandlers(t *testing.T) {
+	before := caught(t)
+	for _, s := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGTERM, 35, 64} {
+		if before&bit(s) == 0 {
+			t.Errorf("signal %d has no handler at start (SigCgt %#x): the Go runtime does not catch it from the start", int(s), before)
+		}
+	}
+	var want uint64
+	for _, s := range candidates {
+		want |= before & bit(syscall.Signal(s))
+	}
+	c := make(chan os.Signal, 1)
+	r := Notify(c)
+	defer r.Stop()
+	if r.taken != want {
+		t.Fatalf("taken %#x, want the candidates with a handler %#x", r.taken, want)
+	}
+	h := handler(t, int(syscall.SIGUSR1))
+	for n := 1; n <= 64; n++ {
+		if got := handler(t, n); (r.taken&bit(syscall.Signal(n)) != 0) != (got == h) {
+			t.Errorf("signal %d: handler %#x, the C handler %#x, taken %v", n, got, h, r.taken&bit(syscall.Signal(n)) != 0)
+		}
+	}
+}
+
+// TestLeavesIgnored: a candidate found ignored is not taken over; it is
+// relayed through os/signal.
+func TestLeavesIgnored(t *testing.T) {
+	signal.Ignore(syscall.SIGUSR2)
+	defer signal.Reset(syscall.SIGUSR2) // the Go runtime's handler again
+	c := make(chan os.Signal, 4)
+	r := Notify(c)
+	defer r.Stop()
+	if r.taken&bit(syscall.SIGUSR2) != 0 {
+		t.Fatalf("the ignored SIGUSR2 was taken over (taken %#x)", r.taken)
+	}
+	<-r.Ready()
+	expect(t, c, syscall.SIGUSR2)
+}
+
+// TestRelaysEverySignal: every signal a runtime forwards, sent to the
+// process, reaches the channel, by the C handler or by os/signal; the C
+// ones at once, before os/signal's registration is done.
+func TestRelaysEverySignal(t *testing.T) {
+	c := make(chan os.Signal, 16)
+	r := Notify(c)
+	defer r.Stop()
+	for _, s := range forwarded {
+		if s := s.(syscall.Signal); r.taken&bit(s) != 0 {
+			expect(t, c, s)
+		}
+	}
+	<-r.Ready()
+	m := caught(t)
+	for _, s := range rest(r.taken) {
+		s := s.(syscall.Signal)
+		if m&bit(s) == 0 {
+			// Its default action would end the test: the Go runtime
+			// installs no handler for 34 (musl's), wanted or not.
+			if s != 34 {
+				t.Errorf("signal %d has no handler with the relay ready (SigCgt %#x)", int(s), m)
+			}
+			continue
+		}
+		expect(t, c, s)
+	}
+	if n := len(forwarded); n != 64-7 {
+		t.Errorf("%d signals relayed, want the 57 of 1-64 but SIGKILL, SIGSTOP, SIGCHLD, SIGURG, SIGPROF, 32 and 33", n)
+	}
+}
+
+// TestStopRestores: after Stop the previous handler (the Go runtime's)
+// is back, the channel gets no more of the C ones, and os/signal can
+// deliver them again to whoever asks.
+func TestStopRestores(t *testing.T) {
+	usr1, rt := int(syscall.SIGUSR1), 40
+	before := []uintptr{handler(t, usr1), handler(t, rt)}
+	c := make(chan os.Signal, 16)
+	r := Notify(c)
+	if h := handler(t, usr1); h == before[0] {
+		t.Fatalf("SIGUSR1's handler is still %#x with a relay in place", h)
+	}
+	<-r.Ready()
+	r.Stop()
+	r.Stop() // a second Stop does nothing
+	if after := []uintptr{handler(t, usr1), handler(t, rt)}; after[0] != before[0] || after[1] != before[1] {
+		t.Fatalf("handlers after Stop %#x, before Notify %#x", after, before)
+	}
+	c2 := make(chan os.Signal, 4)
+	signal.Notify(c2, syscall.SIGUSR1, syscall.Signal(rt))
+	defer signal.Stop(c2)
+	expect(t, c2, syscall.SIGUSR1)
+	expect(t, c2, syscall.Signal(rt))
+	for {
+		select {
+		case s := <-c:
+			if s == syscall.SIGUSR1 || s == syscall.Signal(rt) {
+				t.Fatalf("the stopped relay's channel got %v", s)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// TestTwoRelays: relays in place at once each get every signal; the C
+// handler stays until the last one stops.
+func TestTwoRelays(t *testing.T) {
+	c1, c2 := make(chan os.Signal, 4), make(chan os.Signal, 4)
+	r1, r2 := Notify(c1), Notify(c2)
+	defer r2.Stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []chan os.Signal{c1, c2} {
+		select {
+		case s := <-c:
+			if s != syscall.SIGUSR2 {
+				t.Fatalf("got %v, want SIGUSR2", s)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("SIGUSR2 reached one relay's channel only")
+		}
+	}
+	<-r1.Ready()
+	r1.Stop()
+	expect(t, c2, syscall.SIGUSR2)
+	expect(t, c2, syscall.Signal(50))
+}
+
+// BenchmarkNotify is the cost this package exists to cut: Notify and
+// Stop of every forwarded signal, against signal.Notify(c) of all of
+// them (runc's way). Both undo their registration, so every iteration
+// pays its own.
+func BenchmarkNotify(b *testing.B) {
+	b.Run("sigfwd", func(b *testing.B) {
+		for b.Loop() {
+			c := make(chan os.Signal, 1)
+			r := Notify(c)
+			<-r.Ready()
+			r.Stop()
+			signal.Stop(c)
+		}
+	})
+	b.Run("os-signal", func(b *testing.B) {
+		for b.Loop() {
+			c := make(chan os.Signal, 1)
+			signal.Notify(c)
+			signal.Stop(c)
+		}
+	})
+}
