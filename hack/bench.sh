@@ -43,7 +43,7 @@ does not favour one peer:
                (config.json -> specconv -> Create, Run, Wait, Destroy; no locks, hooks, state checks
                or exit report), on the same bundles: libcontainer's own cost on this machine, the
                floor under any runtime built on it (make lcfloor)
-  throughput   100 cold runs at concurrency 2, runs/s per runtime (and lcfloor), and the CPU time
+  throughput   200 cold runs at concurrency 2, runs/s per runtime (and lcfloor), and the CPU time
                (user + system, GNU time) per container; the peers take turns in 5 rounds
   mcp          \`skillrun mcp serve\` tools/call of the hello skill over stdio (the Go SDK's client; the warm
                rows of the targets through a raw JSON-RPC client), cold and warm, vs cold
@@ -128,7 +128,7 @@ fi
 if [ "$quick" = 1 ]; then
 	runs=${runs:-10} warmup=2 tp_runs=20 rss_runs=3 egress_rss_runs=1 write_docs=0
 else
-	runs=${runs:-60} warmup=5 tp_runs=100 rss_runs=10 egress_rss_runs=3
+	runs=${runs:-60} warmup=5 tp_runs=200 rss_runs=10 egress_rss_runs=3
 fi
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (containers, cgroups, tmpfs)"
@@ -753,7 +753,10 @@ tp_batch() {
 # whose speed drifts during the minutes this takes favours none of them. Each round's rate and CPU
 # per container are kept: the rows give the whole (runs/s over all rounds, CPU over all runs) as the
 # median column and the slowest and fastest round as min and max.
-tp_batch_runs=$(((tp_runs + 4) / 5))
+# Ten rounds per peer, of 20 runs (of 2 in a quick run): on this VM one peer's rounds spread over
+# 29-37 ms of CPU per container, and five rounds left the comparison with lcfloor's (a 3 ms target)
+# to that spread: 4.9 ms apart in one make bench, 2.0-2.4 in 10-12 rounds by hand.
+tp_batch_runs=$(((tp_runs + 9) / 10))
 tp_rounds=$(((tp_runs + tp_batch_runs - 1) / tp_batch_runs))
 declare -A tp_cmd=([floor]="/bin/true")
 tp_peers=(floor)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // caught reads the mask of signals with a handler from /proc/self/status.
@@ -39,7 +40,7 @@ func bit(s syscall.Signal) uint64 { return 1 << (uint(s) - 1) }
 func handler(t *testing.T, n int) uintptr {
 	t.Helper()
 	var act [4]uintptr // handler, flags, restorer, mask
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(n), 0, uintptrOf(&act), 8, 0, 0); e != 0 {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(n), 0, uintptr(unsafe.Pointer(&act)), 8, 0, 0); e != 0 {
 		t.Fatalf("rt_sigaction(%d): %v", n, e)
 	}
 	return act[0]
