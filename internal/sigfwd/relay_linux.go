@@ -5,6 +5,7 @@ package sigfwd
 /*
 #cgo CFLAGS: -Wall -O2
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,16 +38,22 @@ static void sigfwd_handler(int sig)
 // sigfwd_install points each of sigs whose handler is a function (the
 // Go runtime's) at sigfwd_handler, which writes to fd, and returns the
 // signals it took as a mask (bit n-1: signal n) in *taken. A signal
-// found ignored or at its default is left as it was. On a failure every
-// disposition is as it was, and errno is returned.
+// found ignored or at its default is left as it was, and so is one
+// blocked in the calling thread: the Go runtime keeps a signal blocked
+// at the process' start blocked in every thread (this one included) but
+// the one os/signal unblocks it in. On a failure every disposition is as
+// it was, and errno is returned.
 // SA_ONSTACK: the Go runtime requires it of every handler in its process
 // (it runs on the thread's signal stack, never a goroutine's).
 static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
 {
 	struct sigaction sa, old;
+	sigset_t blocked;
 	int i, err;
 
 	*taken = 0;
+	if ((err = pthread_sigmask(SIG_BLOCK, NULL, &blocked)) != 0)
+		return err;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = sigfwd_handler;
 	sa.sa_flags = SA_ONSTACK | SA_RESTART;
@@ -58,6 +65,8 @@ static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
 			err = EINVAL;
 			goto undo;
 		}
+		if (sigismember(&blocked, s))
+			continue;
 		if (sigaction(s, &sa, &old) != 0) {
 			err = errno;
 			goto undo;

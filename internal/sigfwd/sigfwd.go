@@ -9,15 +9,15 @@
 // CPU for all of them on the project's machine, on every foreground run.
 // Most of those signals need none of it: the Go runtime has caught them
 // since the process started, and the unblocking is for a process started
-// with them blocked, which a runtime is not. On Linux with cgo, a small C
+// with them blocked, which a runtime seldom is. On Linux with cgo, a small C
 // handler takes over every signal of a fixed list whose handler is the
 // Go runtime's (SIGHUP, SIGINT, SIGQUIT, SIGABRT, SIGUSR1, SIGUSR2,
 // SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGWINCH, SIGIO, SIGPWR
 // and the real-time signals 35-64) and writes each signal's number to a
 // pipe that a goroutine reads (the self-pipe pattern): one sigaction(2)
 // per signal, no thread switch. The others (SIGCONT, SIGTSTP, SIGTTIN,
-// SIGTTOU and SIGPIPE, a signal of the list found ignored or at its
-// default, 34) go through os/signal.
+// SIGTTOU and SIGPIPE, a signal of the list found ignored, at its
+// default or blocked, 34) go through os/signal.
 //
 // Why only handlers the Go runtime installed: a forked child resets those
 // to the default before it execs (so it never writes to the pipe in the

@@ -4,6 +4,7 @@ package sigfwd
 
 import (
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -14,22 +15,26 @@ import (
 )
 
 // caught reads the mask of signals with a handler from /proc/self/status.
-func caught(t *testing.T) uint64 {
+func caught(t *testing.T) uint64 { return mask(t, "SigCgt:") }
+
+// mask reads one of /proc/self/status's signal masks (the process', or
+// for SigBlk the main thread's).
+func mask(t *testing.T, field string) uint64 {
 	t.Helper()
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "SigCgt:"); ok {
+		if v, ok := strings.CutPrefix(l, field); ok {
 			m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			if err != nil {
-				t.Fatalf("SigCgt %q: %v", v, err)
+				t.Fatalf("%s %q: %v", field, v, err)
 			}
 			return m
 		}
 	}
-	t.Fatal("no SigCgt line in /proc/self/status")
+	t.Fatalf("no %s line in /proc/self/status", field)
 	return 0
 }
 
@@ -222,4 +227,42 @@ func BenchmarkNotify(b *testing.B) {
 			signal.Stop(c)
 		}
 	})
+}
+
+// TestBlockedAtStart: in a process started with SIGUSR1 blocked (the Go
+// runtime keeps it blocked in every thread), the C handler would never
+// run; SIGUSR1 is left to os/signal, whose own thread unblocks it, and
+// still relayed. The process is this test binary, started again by
+// python3 with the signal blocked.
+func TestBlockedAtStart(t *testing.T) {
+	if os.Getenv("SIGFWD_BLOCKED_CHILD") == "1" {
+		if blk := mask(t, "SigBlk:"); blk&bit(syscall.SIGUSR1) == 0 {
+			t.Fatalf("control: SIGUSR1 is not blocked in this thread (SigBlk %#x)", blk)
+		}
+		c := make(chan os.Signal, 4)
+		r := Notify(c)
+		defer r.Stop()
+		if r.taken&bit(syscall.SIGUSR1) != 0 {
+			t.Fatalf("SIGUSR1, blocked at start, was taken over (taken %#x)", r.taken)
+		}
+		if r.taken&bit(syscall.SIGUSR2) == 0 {
+			t.Fatalf("SIGUSR2, not blocked, was not taken over (taken %#x)", r.taken)
+		}
+		<-r.Ready()
+		expect(t, c, syscall.SIGUSR1)
+		expect(t, c, syscall.SIGUSR2)
+		return
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("skipped: no python3 to start a process with a signal blocked")
+	}
+	cmd := exec.Command(py, "-c", `import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+os.execv(sys.argv[1], sys.argv[1:])`, os.Args[0], "-test.run=^TestBlockedAtStart$", "-test.v")
+	cmd.Env = append(os.Environ(), "SIGFWD_BLOCKED_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestBlockedAtStart") {
+		t.Fatalf("the child started with SIGUSR1 blocked: %v\n%s", err, out)
+	}
 }
