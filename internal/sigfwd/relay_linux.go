@@ -35,6 +35,17 @@ static void sigfwd_handler(int sig)
 	errno = saved;
 }
 
+// sigfwd_quiesce stops the handler's writes: it clears the descriptor
+// and returns once no handler can write to it any more (one that read it
+// before is counted in flight, one that reads it after finds -1), so the
+// caller may close it.
+static void sigfwd_quiesce(void)
+{
+	__atomic_store_n(&sigfwd_fd, -1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&sigfwd_inflight, __ATOMIC_SEQ_CST) != 0)
+		sched_yield();
+}
+
 // sigfwd_install points each of sigs whose handler is a function (the
 // Go runtime's) at sigfwd_handler, which writes to fd, and returns the
 // signals it took as a mask (bit n-1: signal n) in *taken. A signal
@@ -95,14 +106,12 @@ undo:
 		if (*taken & ((uint64_t)1 << (i - 1)))
 			sigaction(i, &sigfwd_old[i], NULL);
 	*taken = 0;
-	__atomic_store_n(&sigfwd_fd, -1, __ATOMIC_SEQ_CST);
+	sigfwd_quiesce();
 	return err;
 }
 
 // sigfwd_uninstall puts the previous handlers of the taken signals back
-// and returns once no handler can write to the pipe any more: a handler
-// that read the descriptor before it was cleared is counted in flight,
-// one that reads it after finds -1.
+// and returns once no handler can write to the pipe any more.
 static void sigfwd_uninstall(uint64_t taken)
 {
 	int i;
@@ -110,9 +119,7 @@ static void sigfwd_uninstall(uint64_t taken)
 	for (i = 1; i < SIGFWD_NSIG; i++)
 		if (taken & ((uint64_t)1 << (i - 1)))
 			sigaction(i, &sigfwd_old[i], NULL);
-	__atomic_store_n(&sigfwd_fd, -1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&sigfwd_inflight, __ATOMIC_SEQ_CST) != 0)
-		sched_yield();
+	sigfwd_quiesce();
 }
 */
 import "C"
