@@ -267,7 +267,11 @@ func guardMain() error {
 	}
 	msgs := make(chan guardMsg, 16)
 	go readGuardMsgs(in, msgs)
-	runGuard(msgs, osGuard{lockAttempts: 200, removeAttempts: 25}, monoNow)
+	// A removal is tried for 5 s, as a kill is: under load (CI's two
+	// cores, 50 runs killed at once) a create cut short kept its bundle
+	// busy past the 0.5 s it had (TestLifetimeSoak left a bundle folder
+	// in two CI runs in a row).
+	runGuard(msgs, osGuard{lockAttempts: 200, removeAttempts: 250}, monoNow)
 	return nil
 }
 
