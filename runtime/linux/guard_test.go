@@ -605,3 +605,30 @@ func TestIsInit(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveOrphanLock: a lock file without a state folder (a create cut
+// short before it made one) is removed; one beside a state folder stays.
+func TestRemoveOrphanLock(t *testing.T) {
+	root := t.TempDir()
+	r := &Runtime{root: root}
+	locks := filepath.Join(root, lockDirName)
+	if err := os.MkdirAll(filepath.Join(root, "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(locks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"orphan", "kept"} {
+		if err := os.WriteFile(filepath.Join(locks, id), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.removeOrphanLock("orphan")
+	r.removeOrphanLock("kept")
+	if _, err := os.Lstat(filepath.Join(locks, "orphan")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the orphan lock is still there (%v)", err)
+	}
+	if _, err := os.Lstat(filepath.Join(locks, "kept")); err != nil {
+		t.Errorf("the lock of a container with a state folder was removed: %v", err)
+	}
+}
