@@ -135,8 +135,10 @@ import (
 // (runtime/sigtab_linux_generic.go: not _SigDefault, not _SigSetStack)
 // but SIGPIPE (Go's write path asks os/signal whether anyone wants it
 // before it dies of an EPIPE on stdout or stderr) and those it needs for
-// itself (SIGCHLD, SIGURG, SIGPROF, the synchronous ones).
-var candidates = func() []C.int {
+// itself (SIGCHLD, SIGURG, SIGPROF, the synchronous ones). Built on use,
+// not at package init: every process of the binary would pay for it,
+// the container's init included.
+func candidates() []C.int {
 	s := []C.int{}
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGTERM, syscall.SIGXCPU,
@@ -149,13 +151,13 @@ var candidates = func() []C.int {
 		s = append(s, C.int(n))
 	}
 	return s
-}()
+}
 
 // forwarded is every signal a runtime forwards. Not SIGKILL and SIGSTOP
 // (no one can catch them), SIGCHLD and SIGURG (a foreground runtime
 // drops them: its children's ends, the Go runtime's preemption), SIGPROF
 // (the Go runtime's profiler keeps it), 32 and 33 (glibc's).
-var forwarded = func() []os.Signal {
+func forwarded() []os.Signal {
 	var out []os.Signal
 	for n := 1; n <= 64; n++ {
 		switch syscall.Signal(n) {
@@ -165,7 +167,7 @@ var forwarded = func() []os.Signal {
 		out = append(out, syscall.Signal(n))
 	}
 	return out
-}()
+}
 
 // install opens the pipe and points the candidates at the handler; it
 // returns the pipe's read end (non-blocking: os.NewFile reads it through
@@ -176,7 +178,8 @@ func install() (*os.File, int, uint64, error) {
 		return nil, -1, 0, err
 	}
 	var taken C.uint64_t
-	if rc := C.sigfwd_install(C.int(fds[1]), (*C.int)(unsafe.Pointer(&candidates[0])), C.int(len(candidates)), &taken); rc != 0 || taken == 0 {
+	list := candidates()
+	if rc := C.sigfwd_install(C.int(fds[1]), (*C.int)(unsafe.Pointer(&list[0])), C.int(len(list)), &taken); rc != 0 || taken == 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		if rc == 0 {

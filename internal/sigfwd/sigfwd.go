@@ -161,7 +161,7 @@ func (p *pipeRelays) read(f *os.File, users map[*Relay]struct{}) {
 // rest is every signal a runtime forwards that is not in taken.
 func rest(taken uint64) []os.Signal {
 	var out []os.Signal
-	for _, s := range forwarded {
+	for _, s := range forwarded() {
 		if n := s.(syscall.Signal); taken&(1<<(uint(n)-1)) == 0 {
 			out = append(out, s)
 		}

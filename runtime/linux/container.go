@@ -22,13 +22,17 @@ import (
 
 // started is a container whose init has been spawned by this process.
 type started struct {
-	c       *libcontainer.Container
-	p       *libcontainer.Process
-	io      *procIO
+	c  *libcontainer.Container
+	p  *libcontainer.Process
+	io *procIO
+	// limits says the container's cgroups are this process' to set
+	// (CgroupLimits).
+	limits bool
+	// The fields below are what an exit report reads of the container's
+	// cgroups (readCgroups, for a Run whose caller asks for one): cgroups
+	// says it has some.
 	cgroups bool
-	// memDir is the container's memory cgroup folder ("" when none),
-	// kept from start so the exit path does not ask libcontainer for
-	// its whole state again.
+	// memDir is the container's memory cgroup folder ("" when none).
 	memDir string
 	// pidsDir is its pids cgroup folder ("" when none).
 	pidsDir string
@@ -247,24 +251,30 @@ func (r *Runtime) spawn(id string, o runtime.CreateOpts, detach, run, trackOut b
 	if run {
 		runPoststart(c, hooks, r.warn)
 	}
-	st, err := c.State()
-	s := &started{c: c, p: p, io: pio}
-	if err == nil {
-		s.cgroups = len(st.CgroupPaths) > 0 && useCgroups
-		s.memDir = st.CgroupPaths["memory"]
-		s.pidsDir = st.CgroupPaths["pids"]
-		if s.memDir == "" {
-			s.memDir = st.CgroupPaths[""] // cgroup v2: one folder
-		}
-		if s.pidsDir == "" {
-			s.pidsDir = st.CgroupPaths[""]
-		}
-		s.cpuDir = st.CgroupPaths["cpuacct"]
-		if s.cpuDir == "" {
-			s.cpuDir, s.cpuV2 = st.CgroupPaths[""], st.CgroupPaths[""] != ""
-		}
+	return &started{c: c, p: p, io: pio, limits: useCgroups}, nil
+}
+
+// readCgroups finds the container's cgroup folders for its exit report.
+// Only a Run whose caller asks for the report pays for it: the state it
+// comes from reads libcontainer's cgroup and namespace paths.
+func (s *started) readCgroups() {
+	st, err := s.c.State()
+	if err != nil {
+		return
 	}
-	return s, nil
+	s.cgroups = len(st.CgroupPaths) > 0 && s.limits
+	s.memDir = st.CgroupPaths["memory"]
+	s.pidsDir = st.CgroupPaths["pids"]
+	if s.memDir == "" {
+		s.memDir = st.CgroupPaths[""] // cgroup v2: one folder
+	}
+	if s.pidsDir == "" {
+		s.pidsDir = st.CgroupPaths[""]
+	}
+	s.cpuDir = st.CgroupPaths["cpuacct"]
+	if s.cpuDir == "" {
+		s.cpuDir, s.cpuV2 = st.CgroupPaths[""], st.CgroupPaths[""] != ""
+	}
 }
 
 // loadSpec returns a private copy of the spec with the root path and
@@ -369,10 +379,14 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 			_ = s.p.Signal(unix.SIGKILL)
 		}
 	}
-	// The program runs: its memory peak starts now, without the
-	// runtime's own init (a Go process) before its exec.
-	early = early && s.cgroups && s.cpuDir != ""
-	s.usage = openUsage(s, early)
+	if o.Exit != nil {
+		// The program runs: its memory peak starts now, without the
+		// runtime's own init (a Go process) before its exec. Without a
+		// report to fill (the OCI verbs), nothing reads the cgroups.
+		s.readCgroups()
+		early = early && s.cgroups && s.cpuDir != ""
+		s.usage = openUsage(s, early)
+	}
 	// Exit and Exited once: from the program's reported status (Report)
 	// or after the wait, whichever comes first.
 	var (
