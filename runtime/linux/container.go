@@ -437,7 +437,7 @@ func (r *Runtime) Run(ctx context.Context, id string, o runtime.RunOpts) (int, e
 
 // destroy removes a container's state, cgroups and lock.
 func (r *Runtime) destroy(id string, c *libcontainer.Container) error {
-	lk, lerr := r.lock(id)
+	lk, lerr := r.lockExisting(id)
 	err := destroyContainer(c, r.stateDir(id), r.warn)
 	if lerr == nil {
 		lk.remove()

@@ -353,7 +353,7 @@ func (g osGuard) remove(m guardMsg) {
 	r := guardRuntime(m)
 	// Neither a state folder nor a lock file: the runner died before the
 	// container's create began (or after its removal), and nothing of it
-	// exists (Delete would make the state root).
+	// exists.
 	if r.exists(m.ID) {
 		for attempt := 0; attempt < 3; attempt++ {
 			err := r.Delete(context.Background(), m.ID, true)
@@ -362,31 +362,8 @@ func (g osGuard) remove(m guardMsg) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		r.removeOrphanLock(m.ID)
 	}
 	g.removeUnlocked(m.Lock, m.Remove)
-}
-
-// removeOrphanLock removes container id's lock file when the container
-// has no state folder: a create cut short before it made one leaves only
-// the lock, which Delete (no such container) keeps. The lock is taken
-// first, so a verb that holds it finishes before.
-func (r *Runtime) removeOrphanLock(id string) {
-	if _, err := os.Lstat(r.stateDir(id)); err == nil {
-		return
-	}
-	if _, err := os.Lstat(filepath.Join(r.root, lockDirName, id)); err != nil {
-		return
-	}
-	l, err := r.lock(id)
-	if err != nil {
-		return
-	}
-	if _, err := os.Lstat(r.stateDir(id)); err == nil {
-		l.unlock()
-		return
-	}
-	l.remove()
 }
 
 // removeUnlocked removes the paths of remove, then lock, when lock (if

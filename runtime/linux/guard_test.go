@@ -606,29 +606,88 @@ func TestIsInit(t *testing.T) {
 	}
 }
 
-// TestRemoveOrphanLock: a lock file without a state folder (a create cut
-// short before it made one) is removed; one beside a state folder stays.
-func TestRemoveOrphanLock(t *testing.T) {
-	root := t.TempDir()
-	r := &Runtime{root: root}
-	locks := filepath.Join(root, lockDirName)
-	if err := os.MkdirAll(filepath.Join(root, "kept"), 0o700); err != nil {
+// TestDeleteMakesNoLock: only create makes a lock file. A delete (force
+// or not), pause, resume or update of a container with neither a lock file
+// nor a state folder makes none, nor the state root (a runner killed in
+// the middle of deleting a dead runner's container, which that runner's
+// guard already removed, left a lock file no guard knew of:
+// TestLifetimeSoak). A lock file without a state folder (a create cut
+// short before it made one) goes with a forced delete.
+func TestDeleteMakesNoLock(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "state")
+	r := &Runtime{root: root, warn: func(string) {}}
+	ctx := context.Background()
+	if err := r.Delete(ctx, "gone", true); err != nil {
+		t.Fatalf("delete --force of nothing: %v", err)
+	}
+	if err := r.Delete(ctx, "gone", false); !errors.Is(err, runtime.ErrNotExist) {
+		t.Fatalf("delete of nothing: %v, want ErrNotExist", err)
+	}
+	if _, err := os.Lstat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a delete of nothing made the state root (%v)", err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(locks, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"orphan", "kept"} {
-		if err := os.WriteFile(filepath.Join(locks, id), nil, 0o600); err != nil {
-			t.Fatal(err)
+	for _, err := range []error{
+		r.Delete(ctx, "gone", true),
+		r.Pause(ctx, "gone"),
+		r.Resume(ctx, "gone"),
+	} {
+		if err != nil && !errors.Is(err, runtime.ErrNotExist) {
+			t.Errorf("verb on nothing: %v", err)
 		}
 	}
-	r.removeOrphanLock("orphan")
-	r.removeOrphanLock("kept")
-	if _, err := os.Lstat(filepath.Join(locks, "orphan")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the orphan lock is still there (%v)", err)
+	if _, err := r.lockExisting("gone"); !errors.Is(err, errNoContainer) {
+		t.Errorf("lockExisting of nothing: %v, want errNoContainer", err)
 	}
-	if _, err := os.Lstat(filepath.Join(locks, "kept")); err != nil {
-		t.Errorf("the lock of a container with a state folder was removed: %v", err)
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("verbs on nothing left %v in the state root", ents)
 	}
+
+	// An orphan lock (no state folder) goes with delete --force.
+	l, err := r.lock("orphan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.unlock()
+	if err := r.Delete(ctx, "orphan", true); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("delete --force of an orphan lock left %v", ents)
+	}
+
+	// lockExisting joins a held lock and returns once it is free; one
+	// removed meanwhile (its container deleted) is not made again.
+	held, err := r.lock("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := r.lockExisting("busy")
+		if err == nil {
+			l.unlock()
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	held.remove()
+	if err := <-got; !errors.Is(err, errNoContainer) {
+		t.Fatalf("lockExisting of a lock removed while waited on: %v, want errNoContainer", err)
+	}
+	if _, err := os.Lstat(filepath.Join(root, lockDirName, "busy")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a lock file was made again (%v)", err)
+	}
+
+	// A state folder without a lock file gets its lock.
+	if err := os.MkdirAll(filepath.Join(root, "old"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err = r.lockExisting("old")
+	if err != nil {
+		t.Fatalf("lockExisting of a state folder without a lock file: %v", err)
+	}
+	l.remove()
 }

@@ -29,7 +29,14 @@ func (r *Runtime) Delete(_ context.Context, id string, force bool) error {
 	if err := runtime.ValidateID(id); err != nil {
 		return err
 	}
-	lk, err := r.lock(id)
+	lk, err := r.lockExisting(id)
+	if errors.Is(err, errNoContainer) {
+		// Nothing of it: no lock file is made to find that out.
+		if force {
+			return nil
+		}
+		return mapErr(libcontainer.ErrNotExist)
+	}
 	if err != nil {
 		return err
 	}
@@ -248,7 +255,10 @@ func (r *Runtime) locked(id string, fn func(*libcontainer.Container) error) erro
 	if err != nil {
 		return err
 	}
-	lk, err := r.lock(id)
+	lk, err := r.lockExisting(id)
+	if errors.Is(err, errNoContainer) {
+		return mapErr(libcontainer.ErrNotExist) // deleted since it was loaded
+	}
 	if err != nil {
 		return err
 	}
