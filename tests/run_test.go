@@ -344,7 +344,7 @@ func TestExeSealBelowBinary(t *testing.T) {
 // and exits 7 on SIGTERM: the container's side of a forwarding test. It
 // waits in short foreground sleeps (the shell runs a trap once the one
 // under way ends), so no process of its own is left when it exits.
-const forwardScript = `for s in USR1 USR2 HUP INT QUIT ALRM PWR CONT 35 40 64; do trap "echo got-$s" $s; done
+const forwardScript = `for s in USR1 USR2 HUP INT QUIT ALRM PWR CONT TSTP TTIN TTOU 35 40 64; do trap "echo got-$s" $s; done
 trap 'echo got-TERM; exit 7' TERM
 echo ready
 while :; do sleep 0.05; done`
@@ -352,8 +352,10 @@ while :; do sleep 0.05; done`
 // forwardedSignals sends signals to the runtime process pid (a
 // foreground run or exec) and waits for the container's process
 // (forwardScript) to report each, then ends it with SIGTERM. They cover
-// both of skillrun's ways to receive a signal (internal/sigfwd): its C
-// relay (all of them but one) and os/signal (SIGCONT).
+// both kinds the C relay of skillrun takes (internal/sigfwd): those the
+// Go runtime catches from the start, and those it leaves at their
+// default (SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU; a runtime that did not
+// catch the last three would be stopped by them).
 func forwardedSignals(t *testing.T, pid int, stdout func() string) {
 	t.Helper()
 	wait := func(what string) {
@@ -374,7 +376,8 @@ func forwardedSignals(t *testing.T, pid int, stdout func() string) {
 		{"USR1", syscall.SIGUSR1}, {"USR2", syscall.SIGUSR2}, {"ALRM", syscall.SIGALRM},
 		{"PWR", syscall.SIGPWR}, {"35", 35}, {"40", 40}, {"64", 64},
 		{"HUP", syscall.SIGHUP}, {"INT", syscall.SIGINT}, {"QUIT", syscall.SIGQUIT},
-		{"CONT", syscall.SIGCONT}, {"TERM", syscall.SIGTERM},
+		{"CONT", syscall.SIGCONT}, {"TSTP", syscall.SIGTSTP}, {"TTIN", syscall.SIGTTIN},
+		{"TTOU", syscall.SIGTTOU}, {"TERM", syscall.SIGTERM},
 	} {
 		if err := syscall.Kill(pid, s.sig); err != nil {
 			t.Fatalf("kill -%s %d (the runtime): %v", s.name, pid, err)

@@ -10,22 +10,43 @@ package sigfwd
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SIGFWD_NSIG 65
 
-// The pipe's write end while installed, else -1; handlers in flight.
+// The pipe's write end while installed, else -1; handlers in flight;
+// the process whose signals are relayed.
 static int sigfwd_fd = -1;
 static int sigfwd_inflight;
+static pid_t sigfwd_pid;
 static struct sigaction sigfwd_old[SIGFWD_NSIG];
 
 // Async-signal-safe: one write(2) to a non-blocking pipe (a full pipe
 // drops the signal, as a full channel does under os/signal), errno kept.
+//
+// In a child this process forked, before it execs, the signal is the
+// child's: the handler puts the default action back and sends the signal
+// again, which the child gets as the handler returns (it is blocked while
+// the handler runs), as it would have without the relay. The Go runtime
+// resets its own handlers in a forked child, not the signals it leaves
+// at their default (SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, 34), which the
+// handler may take too. Raw system calls: a child of vfork shares this
+// process' memory, C library caches included.
 static void sigfwd_handler(int sig)
 {
 	int saved = errno;
 	unsigned char b = (unsigned char)sig;
 
+	if (syscall(SYS_getpid) != __atomic_load_n(&sigfwd_pid, __ATOMIC_SEQ_CST)) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		sigaction(sig, &dfl, NULL);
+		syscall(SYS_kill, syscall(SYS_getpid), sig);
+		errno = saved;
+		return;
+	}
 	__atomic_add_fetch(&sigfwd_inflight, 1, __ATOMIC_SEQ_CST);
 	int fd = __atomic_load_n(&sigfwd_fd, __ATOMIC_SEQ_CST);
 	if (fd >= 0 && write(fd, &b, 1) < 0) {
@@ -47,16 +68,17 @@ static void sigfwd_quiesce(void)
 }
 
 // sigfwd_install points each of sigs whose handler is a function (the
-// Go runtime's) at sigfwd_handler, which writes to fd, and returns the
-// signals it took as a mask (bit n-1: signal n) in *taken. A signal
-// found ignored or at its default is left as it was, and so is one
-// blocked in the calling thread: the Go runtime keeps a signal blocked
-// at the process' start blocked in every thread (this one included) but
-// the one os/signal unblocks it in. On a failure every disposition is as
-// it was, and errno is returned.
+// Go runtime's), or that is at its default and in dflok (bit n-1: signal
+// n), at sigfwd_handler, which writes to fd, and returns the signals it
+// took as a mask in *taken. A signal found ignored, or at its default
+// and not in dflok, is left as it was, and so is one blocked in the
+// calling thread: the Go runtime keeps a signal blocked at the process'
+// start blocked in every thread (this one included) but the one
+// os/signal unblocks it in. On a failure every disposition is as it was,
+// and errno is returned.
 // SA_ONSTACK: the Go runtime requires it of every handler in its process
 // (it runs on the thread's signal stack, never a goroutine's).
-static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
+static int sigfwd_install(int fd, const int *sigs, int n, uint64_t dflok, uint64_t *taken)
 {
 	struct sigaction sa, old;
 	sigset_t blocked;
@@ -74,6 +96,7 @@ static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
 	// signals would otherwise overflow, and the kernel would then kill
 	// the process with SIGSEGV.
 	sigfillset(&sa.sa_mask);
+	__atomic_store_n(&sigfwd_pid, (pid_t)syscall(SYS_getpid), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&sigfwd_fd, fd, __ATOMIC_SEQ_CST);
 	for (i = 0; i < n; i++) {
 		int s = sigs[i];
@@ -91,7 +114,9 @@ static int sigfwd_install(int fd, const int *sigs, int n, uint64_t *taken)
 		}
 		// The handler's field whatever the flags: the Go runtime sets
 		// SIG_IGN and SIG_DFL with SA_SIGINFO too.
-		if (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN)
+		if (old.sa_handler == SIG_IGN)
+			continue;
+		if (old.sa_handler == SIG_DFL && !(dflok & ((uint64_t)1 << (s - 1))))
 			continue;
 		if (sigaction(s, &sa, NULL) != 0) {
 			err = errno;
@@ -108,6 +133,18 @@ undo:
 	*taken = 0;
 	sigfwd_quiesce();
 	return err;
+}
+
+// sigfwd_fork_kill forks a child that sends itself sig and exits with
+// status 0 if it is still there (TestForkedChildGetsDefault).
+static pid_t sigfwd_fork_kill(int sig)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		kill(getpid(), sig);
+		_exit(0);
+	}
+	return pid;
 }
 
 // sigfwd_uninstall puts the previous handlers of the taken signals back
@@ -135,9 +172,9 @@ import (
 // (runtime/sigtab_linux_generic.go: not _SigDefault, not _SigSetStack)
 // but SIGPIPE (Go's write path asks os/signal whether anyone wants it
 // before it dies of an EPIPE on stdout or stderr) and those it needs for
-// itself (SIGCHLD, SIGURG, SIGPROF, the synchronous ones). Built on use,
-// not at package init: every process of the binary would pay for it,
-// the container's init included.
+// itself (SIGCHLD, SIGURG, SIGPROF, the synchronous ones); and the
+// defaultOK ones. Built on use, not at package init: every process of
+// the binary would pay for it, the container's init included.
 func candidates() []C.int {
 	s := []C.int{}
 	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGABRT,
@@ -145,12 +182,29 @@ func candidates() []C.int {
 		syscall.SIGXFSZ, syscall.SIGVTALRM, syscall.SIGWINCH, syscall.SIGIO, syscall.SIGPWR} {
 		s = append(s, C.int(sig))
 	}
-	// Not 32 and 33 (glibc's own) nor 34 (musl's, which the Go runtime
-	// leaves at its default).
+	for _, sig := range defaultOK {
+		s = append(s, C.int(sig))
+	}
+	// Not 32 and 33 (glibc's own).
 	for n := 35; n <= 64; n++ {
 		s = append(s, C.int(n))
 	}
 	return s
+}
+
+// defaultOK are the candidates the Go runtime leaves at their default
+// action until os/signal asks for them (job control, and 34, musl's):
+// the C handler takes them at their default too. A forked child does not
+// reset them before it execs; the handler does (see sigfwd_handler).
+var defaultOK = [...]syscall.Signal{syscall.SIGCONT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, 34}
+
+// defaultMask is defaultOK as a mask (bit n-1: signal n).
+func defaultMask() uint64 {
+	var m uint64
+	for _, s := range defaultOK {
+		m |= 1 << (uint(s) - 1)
+	}
+	return m
 }
 
 // forwarded is every signal a runtime forwards. Not SIGKILL and SIGSTOP
@@ -179,7 +233,7 @@ func install() (*os.File, int, uint64, error) {
 	}
 	var taken C.uint64_t
 	list := candidates()
-	if rc := C.sigfwd_install(C.int(fds[1]), (*C.int)(unsafe.Pointer(&list[0])), C.int(len(list)), &taken); rc != 0 || taken == 0 {
+	if rc := C.sigfwd_install(C.int(fds[1]), (*C.int)(unsafe.Pointer(&list[0])), C.int(len(list)), C.uint64_t(defaultMask()), &taken); rc != 0 || taken == 0 {
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
 		if rc == 0 {
@@ -195,4 +249,14 @@ func install() (*os.File, int, uint64, error) {
 func uninstall(w int, taken uint64) {
 	C.sigfwd_uninstall(C.uint64_t(taken))
 	syscall.Close(w)
+}
+
+// forkKill forks a child of this process that sends itself sig and exits
+// with status 0 if it survives it; it returns the child's pid (tests).
+func forkKill(sig syscall.Signal) (int, error) {
+	pid, err := C.sigfwd_fork_kill(C.int(sig))
+	if pid < 0 {
+		return 0, err
+	}
+	return int(pid), nil
 }

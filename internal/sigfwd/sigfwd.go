@@ -15,17 +15,21 @@
 // SIGALRM, SIGTERM, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGWINCH, SIGIO, SIGPWR
 // and the real-time signals 35-64) and writes each signal's number to a
 // pipe that a goroutine reads (the self-pipe pattern): one sigaction(2)
-// per signal, no thread switch. The others (SIGCONT, SIGTSTP, SIGTTIN,
-// SIGTTOU and SIGPIPE, a signal of the list found ignored, at its
-// default or blocked, 34) go through os/signal.
+// per signal, no thread switch. It also takes the signals the Go runtime
+// leaves at their default until os/signal asks for them (SIGCONT,
+// SIGTSTP, SIGTTIN, SIGTTOU and 34) when they are at their default. The
+// others go through os/signal: SIGPIPE (without it, the Go runtime dies
+// of an EPIPE on stdout or stderr), and a signal of the list found
+// ignored, blocked, or (but those five) at its default.
 //
-// Why only handlers the Go runtime installed: a forked child resets those
-// to the default before it execs (so it never writes to the pipe in the
-// window between fork and exec); the C handler's signals are taken over
-// in no other case. While a Relay is in place, os/signal delivers none of
-// them to any channel of the process (the Go runtime does not put its
-// handler back while it believes it installed it); Stop puts every
-// previous handler back.
+// A forked child resets the Go runtime's handlers to the default before
+// it execs, not those five: in a child before its exec, the handler puts
+// the default back and sends the signal again, so the child gets what it
+// would have without the relay and nothing reaches the pipe. While a
+// Relay is in place, os/signal delivers none of its signals to any
+// channel of the process (the Go runtime does not put its handler back
+// while it believes it installed it); Stop puts every previous handler
+// back.
 //
 // Elsewhere (no cgo, not Linux) a Relay is signal.Notify(c) itself.
 package sigfwd

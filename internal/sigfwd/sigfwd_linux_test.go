@@ -76,7 +76,8 @@ func expect(t *testing.T, c <-chan os.Signal, s syscall.Signal) {
 }
 
 // TestTakesOverGoHandlers: the C handler takes exactly the candidates
-// whose handler is the Go runtime's, and the signals the Go runtime
+// whose handler is the Go runtime's and the defaultOK ones found at their
+// default, and the signals the Go runtime
 // catches from the start and drops when unwanted are among them (the
 // control: if a Go release stops catching them, this fails before
 // anything relies on it).
@@ -87,9 +88,15 @@ func TestTakesOverGoHandlers(t *testing.T) {
 			t.Errorf("signal %d has no handler at start (SigCgt %#x): the Go runtime does not catch it from the start", int(s), before)
 		}
 	}
+	ignored := mask(t, "SigIgn:")
 	var want uint64
 	for _, s := range candidates() {
 		want |= before & bit(syscall.Signal(s))
+	}
+	for _, s := range defaultOK {
+		if (before|ignored)&bit(s) == 0 {
+			want |= bit(s) // at its default
+		}
 	}
 	c := make(chan os.Signal, 1)
 	r := Notify(c)
@@ -137,8 +144,9 @@ func TestRelaysEverySignal(t *testing.T) {
 	for _, s := range rest(r.taken) {
 		s := s.(syscall.Signal)
 		if m&bit(s) == 0 {
-			// Its default action would end the test: the Go runtime
-			// installs no handler for 34 (musl's), wanted or not.
+			// Its default action would end the test. The Go runtime
+			// installs no handler for 34 (musl's), wanted or not; the
+			// C handler takes it at its default, unless it was ignored.
 			if s != 34 {
 				t.Errorf("signal %d has no handler with the relay ready (SigCgt %#x)", int(s), m)
 			}
@@ -322,4 +330,42 @@ func TestBurst(t *testing.T) {
 			t.Fatalf("%d of the %d real-time signals relayed", got, n)
 		}
 	}
+}
+
+// TestForkedChildGetsDefault: a signal the C handler took at its default
+// (34: its default ends the process) that reaches a child this process
+// forked, before an exec, gets its default action in the child and is
+// not relayed: the child is killed by it, and the channel stays empty.
+// The control: without the relay, the same child is killed the same way.
+func TestForkedChildGetsDefault(t *testing.T) {
+	child := func() syscall.WaitStatus {
+		t.Helper()
+		pid, err := forkKill(34)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	if ws := child(); !ws.Signaled() || ws.Signal() != 34 {
+		t.Fatalf("control: a forked child sending itself 34 without the relay: status %#x, want killed by 34", ws)
+	}
+	c := make(chan os.Signal, 4)
+	r := Notify(c)
+	defer r.Stop()
+	if r.taken&bit(34) == 0 {
+		t.Skip("signal 34 not taken at its default here (ignored or blocked at start): nothing to test")
+	}
+	if ws := child(); !ws.Signaled() || ws.Signal() != 34 {
+		t.Errorf("a forked child sending itself 34 with the relay: status %#x, want killed by 34 (its default action)", ws)
+	}
+	select {
+	case s := <-c:
+		t.Errorf("the child's signal was relayed: %v", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	expect(t, c, 34) // this process' own 34 still is
 }
