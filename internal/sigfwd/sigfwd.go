@@ -57,6 +57,10 @@ type Relay struct {
 // signal gets the default action it had before, as under runc).
 func Notify(c chan<- os.Signal) *Relay {
 	r := &Relay{c: c, ready: make(chan struct{})}
+	// An earlier relay's os/signal side still being undone would, once
+	// done, put back the disposition it found (an ignored SIGHUP, say)
+	// over a handler this one may take now.
+	relays.waitStops()
 	r.taken = relays.add(r)
 	go func() {
 		if r.taken == 0 {
@@ -82,7 +86,9 @@ func (r *Relay) Stop() {
 		if r.taken != 0 {
 			relays.remove(r)
 		}
+		done := relays.stopStarted()
 		go func() {
+			defer relays.stopDone(done)
 			<-r.ready
 			signal.Stop(r.c)
 		}()
@@ -97,6 +103,43 @@ type pipeRelays struct {
 	users map[*Relay]struct{}
 	w     int    // the pipe's write end, the handler's; -1 when not installed
 	taken uint64 // the signals the handler took over
+	// stops are the os/signal Stops under way (Relay.Stop), each closed
+	// when done.
+	stops map[chan struct{}]struct{}
+}
+
+// stopStarted records an os/signal Stop under way.
+func (p *pipeRelays) stopStarted() chan struct{} {
+	done := make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stops == nil {
+		p.stops = map[chan struct{}]struct{}{}
+	}
+	p.stops[done] = struct{}{}
+	return done
+}
+
+// stopDone records the end of the Stop stopStarted returned done for.
+func (p *pipeRelays) stopDone(done chan struct{}) {
+	p.mu.Lock()
+	delete(p.stops, done)
+	p.mu.Unlock()
+	close(done)
+}
+
+// waitStops returns once every os/signal Stop under way has ended: a
+// signal's disposition is then the one os/signal found before it.
+func (p *pipeRelays) waitStops() {
+	p.mu.Lock()
+	var pending []chan struct{}
+	for c := range p.stops {
+		pending = append(pending, c)
+	}
+	p.mu.Unlock()
+	for _, c := range pending {
+		<-c
+	}
 }
 
 // relays is process-wide state by nature (see pipeRelays).

@@ -82,6 +82,7 @@ func expect(t *testing.T, c <-chan os.Signal, s syscall.Signal) {
 // control: if a Go release stops catching them, this fails before
 // anything relies on it).
 func TestTakesOverGoHandlers(t *testing.T) {
+	relays.waitStops() // an earlier test's os/signal Stop, which changes dispositions
 	before := caught(t)
 	for _, s := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGTERM, 35, 64} {
 		if before&bit(s) == 0 {
@@ -368,4 +369,29 @@ func TestForkedChildGetsDefault(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	expect(t, c, 34) // this process' own 34 still is
+}
+
+// TestNotifyAfterStop: a relay made right after another's Stop gets
+// SIGHUP when SIGHUP was ignored (a runtime started under nohup). The
+// first relay leaves it to os/signal, whose Stop, in the background,
+// puts SIG_IGN back; a second relay that took the handler os/signal had
+// installed in the meantime lost it to that SIG_IGN (TestRelaysEverySignal
+// failed that way, 1 run in 6 under nohup). Notify now waits for Stops
+// under way. The control: SIGHUP is ignored when the loop starts. It is
+// left ignored.
+func TestNotifyAfterStop(t *testing.T) {
+	signal.Ignore(syscall.SIGHUP)
+	if h := handler(t, int(syscall.SIGHUP)); h != 1 { // SIG_IGN
+		t.Fatalf("control: SIGHUP's handler %#x after signal.Ignore, want SIG_IGN", h)
+	}
+	for i := 0; i < 50; i++ {
+		a := Notify(make(chan os.Signal, 4))
+		<-a.Ready()
+		a.Stop()
+		c := make(chan os.Signal, 4)
+		b := Notify(c)
+		<-b.Ready()
+		expect(t, c, syscall.SIGHUP)
+		b.Stop()
+	}
 }
