@@ -86,9 +86,9 @@ func (r *Relay) Stop() {
 		if r.taken != 0 {
 			relays.remove(r)
 		}
-		done := relays.stopStarted()
+		relays.stopping.RLock() // held until os/signal's side is undone
 		go func() {
-			defer relays.stopDone(done)
+			defer relays.stopping.RUnlock()
 			<-r.ready
 			signal.Stop(r.c)
 		}()
@@ -103,43 +103,16 @@ type pipeRelays struct {
 	users map[*Relay]struct{}
 	w     int    // the pipe's write end, the handler's; -1 when not installed
 	taken uint64 // the signals the handler took over
-	// stops are the os/signal Stops under way (Relay.Stop), each closed
-	// when done.
-	stops map[chan struct{}]struct{}
-}
-
-// stopStarted records an os/signal Stop under way.
-func (p *pipeRelays) stopStarted() chan struct{} {
-	done := make(chan struct{})
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stops == nil {
-		p.stops = map[chan struct{}]struct{}{}
-	}
-	p.stops[done] = struct{}{}
-	return done
-}
-
-// stopDone records the end of the Stop stopStarted returned done for.
-func (p *pipeRelays) stopDone(done chan struct{}) {
-	p.mu.Lock()
-	delete(p.stops, done)
-	p.mu.Unlock()
-	close(done)
+	// stopping is read-held by each os/signal Stop under way
+	// (Relay.Stop); waitStops takes it to wait for them all.
+	stopping sync.RWMutex
 }
 
 // waitStops returns once every os/signal Stop under way has ended: a
 // signal's disposition is then the one os/signal found before it.
 func (p *pipeRelays) waitStops() {
-	p.mu.Lock()
-	var pending []chan struct{}
-	for c := range p.stops {
-		pending = append(pending, c)
-	}
-	p.mu.Unlock()
-	for _, c := range pending {
-		<-c
-	}
+	p.stopping.Lock()
+	p.stopping.Unlock() // nothing to guard: taking it was the wait
 }
 
 // relays is process-wide state by nature (see pipeRelays).
