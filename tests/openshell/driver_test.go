@@ -1007,6 +1007,12 @@ func TestOpenShellDriverReconcile(t *testing.T) {
 			t.Fatalf("create %s: %v\n%s", id, err, e.log)
 		}
 		e.waitReady(id, "BackendReady")
+		// Running is not settled: the stand-in supervisor still sets up
+		// (network, gateway probes) and then writes its record into its
+		// workspace, exiting when it cannot. orph's folder, removed below,
+		// takes that workspace: a supervisor still starting then exits,
+		// and the planted orphan is found stopped (under load, in CI).
+		e.waitRecord(id)
 	}
 	midPid, orphPid := e.containerPid("mid"), e.containerPid("orph")
 	e.stopDriver(syscall.SIGKILL)
