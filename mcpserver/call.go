@@ -59,7 +59,7 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 				res, err = m.sb.Call(ctx, in)
 				// Destroyed in the background: the answer does not wait
 				// for the container's deletion (Close waits for it).
-				go p.release(m)
+				p.release(m)
 				if errors.Is(err, runner.ErrSandboxEnded) && ctx.Err() == nil {
 					res, err, call.Warm = nil, nil, false // it died waiting: nothing ran, run cold
 				}

@@ -264,7 +264,7 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			} else {
 				res, err = m.sb.CallCommand(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
 			}
-			go p.release(m)
+			p.release(m)
 			if (errors.Is(err, runner.ErrSandboxEnded) || errors.Is(err, runner.ErrNotWarm)) && ctx.Err() == nil {
 				res, err, call.Warm = nil, nil, false // nothing ran: run cold
 			}

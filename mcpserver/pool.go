@@ -149,6 +149,13 @@ func (p *pool) begin() {
 	p.mu.Unlock()
 }
 
+// end runs before the answer is written (the call's handler defers it),
+// and so does release: neither starts nor wakes a goroutine then. Each
+// start or wake-up readies a goroutine, and Go wakes an idle thread (on
+// a CPU idle since the last call: in a VM, an inter-processor
+// interrupt) to run it while the answer is being encoded and written.
+// The refill is woken by a timer instead, answerGrace later, when it
+// would launch anyway.
 func (p *pool) end() {
 	if p == nil {
 		return
@@ -157,6 +164,11 @@ func (p *pool) end() {
 	p.inflight--
 	p.lastEnd = time.Now()
 	p.mu.Unlock()
+	time.AfterFunc(answerGrace, p.poke)
+}
+
+// poke wakes the refill loop.
+func (p *pool) poke() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -164,11 +176,12 @@ func (p *pool) end() {
 }
 
 // release destroys a member taken by take once its call is over,
-// answerGrace after its answer.
+// answerGrace after its answer, on a timer's goroutine (see end).
 func (p *pool) release(m *member) {
-	time.Sleep(answerGrace)
-	m.destroy()
-	p.closing.Done()
+	time.AfterFunc(answerGrace, func() {
+		defer p.closing.Done()
+		m.destroy()
+	})
 }
 
 // destroyLater destroys m on its own goroutine (p.mu held).
