@@ -9,8 +9,9 @@
 // server's is, the floor of a warm call (and, for context, started just
 // before its call), and an MCP ping, the transport alone. It
 // prints p50/p95/p99 of the wall time per call (sequential, after
-// warm-up; the warm and pre-started rows in interleaved rounds), calls/s
-// at concurrency 2 with the CPU time per call, the same for a variant
+// warm-up; the warm and pre-started rows in interleaved rounds, one call
+// of each in turn), calls/s at concurrency 2 with the CPU time per call,
+// the same for a variant
 // of the skill whose entry ends with os._exit (an opt-in of the skill's
 // author: no interpreter teardown), and a PASS/FAIL line per target of
 // issues 12 and 26. It drives the server over stdio with the official
@@ -136,9 +137,12 @@ type variant struct {
 	samples []time.Duration
 }
 
-// rounds measures the variants in turns, as bench.sh's scenarios are
-// (6 rounds, 2 under 30 calls), so that a machine's drift hits them
-// alike: n timed calls each, after 3 warm-ups in the first round.
+// rounds measures the variants in turns, one call each in turn, so that
+// a machine's drift hits them alike and each row's calls follow the same
+// mix of the others' (a block of one variant's calls would leave its
+// caches and the scheduler's state to the next call of the same kind):
+// n timed calls each, after 3 warm-up turns, in 6 rounds (2 under 30
+// calls) whose order starts at another variant each time.
 func rounds(n int, vs []*variant) error {
 	nr := 2
 	if n >= 30 {
@@ -146,13 +150,13 @@ func rounds(n int, vs []*variant) error {
 	}
 	for r := 0; r < nr; r++ {
 		k := n*(r+1)/nr - n*r/nr
-		for j := range vs {
-			v := vs[(j+r)%len(vs)]
-			warm := 0
-			if r == 0 {
-				warm = 3
-			}
-			for i := 0; i < warm+k; i++ {
+		warm := 0
+		if r == 0 {
+			warm = 3
+		}
+		for i := 0; i < warm+k; i++ {
+			for j := range vs {
+				v := vs[(j+r)%len(vs)]
 				if err := v.prep(); err != nil {
 					return fmt.Errorf("%s: %w", v.name, err)
 				}
