@@ -11,9 +11,9 @@
 // prints p50/p95/p99 of the wall time per call (sequential, after
 // warm-up; the warm and pre-started rows in interleaved rounds, one call
 // of each in turn), calls/s at concurrency 2 with the CPU time per call,
-// the same for a variant
-// of the skill whose entry ends with os._exit (an opt-in of the skill's
-// author: no interpreter teardown), and a PASS/FAIL line per target of
+// the same for a variant of the skill whose entry ends with os._exit (an
+// opt-in of the skill's author: no interpreter teardown), and a
+// PASS/FAIL line per target of
 // issues 12 and 26. It drives the server over stdio with the official
 // MCP Go SDK's client, and the warm rows the targets are judged on with
 // a raw JSON-RPC client (raw.go: a line written, a line read, as the
