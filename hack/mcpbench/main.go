@@ -1,26 +1,26 @@
 //go:build linux
 
-// Command mcpbench measures `skillrun mcp serve`, cold (`--pool 0`) and
-// warm (`--pool 2`, `--pool 1`, and a full pool for a burst), against a
-// cold `skillrun skill run` and python3 running the same hello skill
-// (it reads its input from stdin, then prints), bare: started for the
-// call, and pre-started: started ahead and left waiting on its stdin
-// as a warm sandbox's entry point is, from a pool refilled as the
-// server's is, the floor of a warm call (and, for context, started just
-// before its call), and an MCP ping, the transport alone. It
-// prints p50/p95/p99 of the wall time per call (sequential, after
-// warm-up; the warm and pre-started rows in interleaved rounds, one call
-// of each in turn), calls/s at concurrency 2 with the CPU time per call,
-// the same for a variant of the skill whose entry ends with os._exit (an
-// opt-in of the skill's author: no interpreter teardown), and a
-// PASS/FAIL line per target of
-// issues 12 and 26. It drives the server over stdio with the official
-// MCP Go SDK's client, and the warm rows the targets are judged on with
-// a raw JSON-RPC client (raw.go: a line written, a line read, as the
-// floor's input and output are; one warm row and a ping through the SDK's
-// client show what that library adds), and sees the pool fill from /proc
-// (run it as root or as the server's user). `hack/bench.sh` runs it; a
-// benchmark tool only.
+// Command mcpbench measures `skillrun mcp serve`, cold (`--pool 0`)
+// and warm (`--pool 2`, `--pool 1`, and a full pool for a burst),
+// against a cold `skillrun skill run` and python3 running the same
+// hello skill (it reads its input from stdin, then prints), bare:
+// started for the call, and pre-started: started ahead and left
+// waiting on its stdin as a warm sandbox's entry point is, from a
+// pool refilled as the server's is, the floor of a warm call (and,
+// for context, started just before its call), and an MCP ping, the
+// transport alone. It prints p50/p95/p99 of the wall time per call
+// (sequential, after warm-up; the warm and pre-started rows in
+// interleaved rounds, one call of each in turn), calls/s at
+// concurrency 2 with the CPU time per call, the same for a variant of
+// the skill whose entry ends with os._exit (an opt-in of the skill's
+// author: no interpreter teardown), and a PASS/FAIL line per target
+// of issues 12 and 26. It drives the server over stdio with the
+// official MCP Go SDK's client, and the warm rows the targets are
+// judged on with a raw JSON-RPC client (raw.go: a line written, a
+// line read, as the floor's input and output are; one warm row and a
+// ping through the SDK's client show what that library adds), and
+// sees the pool fill from /proc (run it as root or as the server's
+// user). `hack/bench.sh` runs it; a benchmark tool only.
 //
 // Usage: mcpbench -skillrun BIN -skill DIR [-root DIR] [-n N]
 package main
