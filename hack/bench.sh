@@ -25,8 +25,8 @@ Usage: hack/bench.sh [options]        (make bench)
 
 One command, one run, all peers side by side. Each figure is min / median / p95 of wall time over
 >= 50 iterations after warm-up (hyperfine -N, no shell in the measured command), taken in 6 rounds
-in which the peers of a table take turns (2 rounds with --quick), so a shared machine's drift
-does not favour one peer:
+in which the peers of a table take turns (2 rounds with --quick; process start: 5 times as many),
+so a shared machine's drift does not favour one peer:
   proc         process start: \`RT --version\` for skillrun, runc, crun (and skillrun-skills and
                skillrun-openshell, the companion binaries: what the split keeps off the runtime's path)
   init         the container's init up to libcontainer's: \`BINARY init\` with GODEBUG=inittrace=1,
@@ -242,11 +242,12 @@ hf() {
 	c_peers[$scenario]+=" $peer"
 }
 
-# measure SCENARIO: run its registered commands in rounds (warm-up in the first), record rows.
+# measure SCENARIO [SCALE]: run its registered commands in rounds (warm-up in the first), record
+# rows; SCALE (default 1) times as many rounds, of the same size.
 measure() {
-	local scenario=$1 peer r n per json prep failed=" "
+	local scenario=$1 scale=${2:-1} peer r n per json prep failed=" "
 	per=$(( (runs + rounds - 1) / rounds ))
-	for ((r = 1; r <= rounds; r++)); do
+	for ((r = 1; r <= rounds * scale; r++)); do
 		for peer in ${c_peers[$scenario]:-}; do
 			[[ $failed == *" $peer "* ]] && continue
 			json=$out/$scenario-$peer.r$r.json
@@ -292,7 +293,11 @@ for c in skills openshell; do
 		hf proc "skillrun-$c" -- "${rt_path[skillrun]}-$c" --version
 	fi
 done
-measure proc
+# Five times the other rows' rounds: a start costs ~4 ms, and the target is a difference of a few
+# percent. On this VM three interleaved sets of 100 runs gave skillrun medians of 2.8-4.0 ms (runc
+# 3.4-4.0): the machine drifts by more than the difference between minutes, so the rows take turns
+# 30 times, not 6.
+measure proc 5
 
 # The container's init up to libcontainer's: `BINARY init` re-executed by libcontainer runs every
 # package initialisation of its binary before libcontainer's init starts. Outside a container
