@@ -29,6 +29,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,29 @@ func pct(s []time.Duration, p float64) float64 {
 	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
 	i := int(p*float64(len(c)-1) + 0.5)
 	return float64(c[i].Microseconds()) / 1000
+}
+
+// shareCI is a 90% bootstrap interval of the difference of the medians
+// of a and b (ms): 2000 resamples of each, with a fixed seed (the same
+// samples give the same interval). It says how far the difference of
+// this run's medians may be from the machine's, given the spread of its
+// calls; a drift between runs is not in it.
+func shareCI(a, b []time.Duration) (lo, hi float64) {
+	r := rand.New(rand.NewPCG(1, 2))
+	med := func(s []time.Duration) float64 {
+		c := make([]time.Duration, len(s))
+		for i := range c {
+			c[i] = s[r.IntN(len(s))]
+		}
+		return pct(c, .5)
+	}
+	const n = 2000
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = med(a) - med(b)
+	}
+	sort.Float64s(d)
+	return d[n/20], d[n-1-n/20]
 }
 
 // timeN runs f n times after 3 warm-ups and returns the wall times.
@@ -438,10 +462,12 @@ func run(bin, dir, root string, n int) error {
 	for _, w := range []struct {
 		pool     int
 		p50, pre float64
-	}{{2, warm50, pre50}, {1, warm1, pre1}} {
+		s, fl    []time.Duration
+	}{{2, warm50, pre50, vWarm2.samples, vPre.samples}, {1, warm1, pre1, vWarm1.samples, vPre1.samples}} {
 		d := w.p50 - w.pre
-		fmt.Printf("- %s: skillrun's own share of a warm call (`--pool %d`): warm p50 - pre-started p50 (a pool of %d) = %.1f ms (target <= 1 ms; %.1f - %.1f ms; a client that writes and reads JSON-RPC lines, as the floor's input and output are; of it the MCP transport, a ping's p50: %.1f ms; against python3 started just before its call, %.1f ms: %.1f ms)\n",
-			verdict(d <= 1), w.pool, w.pool, d, w.p50, w.pre, ping50, hot50, w.p50-hot50)
+		lo, hi := shareCI(w.s, w.fl)
+		fmt.Printf("- %s: skillrun's own share of a warm call (`--pool %d`): warm p50 - pre-started p50 (a pool of %d) = %.1f ms (target <= 1 ms; %.1f - %.1f ms; 90%% bootstrap interval of this run's %.1f-%.1f ms; a client that writes and reads JSON-RPC lines, as the floor's input and output are; of it the MCP transport, a ping's p50: %.1f ms; against python3 started just before its call, %.1f ms: %.1f ms)\n",
+			verdict(d <= 1), w.pool, w.pool, d, w.p50, w.pre, lo, hi, ping50, hot50, w.p50-hot50)
 	}
 	fmt.Printf("- (client) through the Go SDK's client the same warm call (`--pool 2`) takes %.1f ms, %.1f ms more: the client library's own work (a ping: %.1f ms, %.1f ms more), an agent's cost, not skillrun's\n",
 		warmSDK, warmSDK-warm50, pingSDK, pingSDK-ping50)
@@ -456,8 +482,9 @@ func run(bin, dir, root string, n int) error {
 		}
 		fmt.Printf("; the floor's in the same rounds, pre-started python3 from a pool of %d: %.1fx)\n", w.pool, pct(w.fl, .99)/pct(w.fl, .5))
 	}
-	fmt.Printf("- (opt-in) an entry point ending with `sys.stdout.flush(); os._exit(0)` skips the interpreter's teardown: warm p50 %.1f -> %.1f ms (saves %.1f ms), pre-started python3 %.1f -> %.1f ms (saves %.1f ms); skillrun's own share with it %.1f ms\n",
-		warm50, warmX, warm50-warmX, pre50, preX, pre50-preX, warmX-preX)
+	xlo, xhi := shareCI(vWarmX.samples, vPreX.samples)
+	fmt.Printf("- (opt-in) an entry point ending with `sys.stdout.flush(); os._exit(0)` skips the interpreter's teardown: warm p50 %.1f -> %.1f ms (saves %.1f ms), pre-started python3 %.1f -> %.1f ms (saves %.1f ms); skillrun's own share with it %.1f ms (90%% bootstrap interval %.1f-%.1f ms)\n",
+		warm50, warmX, warm50-warmX, pre50, preX, pre50-preX, warmX-preX, xlo, xhi)
 	fmt.Printf("- %s: at least 100 calls/s at concurrency 2, burst from a full pool (%.0f calls/s)\n", verdict(burstRate >= 100), burstRate)
 	// What paces the sustained rate: not the refill (it waits while calls
 	// run, so most of them run cold) but the CPU, when CPU per call x
