@@ -66,7 +66,9 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			}
 		}
 		if res == nil && err == nil {
+			done := s.work.start()
 			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, opts)
+			done()
 		}
 		call.Result, call.Err = res, err
 		if err != nil {

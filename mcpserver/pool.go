@@ -32,6 +32,8 @@ type pool struct {
 	// retryFirst is the first wait after a failed launch (tests; 0: a
 	// second).
 	retryFirst time.Duration
+	// work counts each launch as the server's busy work (nil: not).
+	work *busy
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -71,17 +73,18 @@ func (m *member) destroy() {
 	m.sb.Close()
 }
 
-// newPool starts the refill loop of a pool for sk.
-func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry) *pool {
-	return newPoolRetry(rt, sk, opts, size, maxAge, warn, when, 0)
+// newPool starts the refill loop of a pool for sk; work counts its
+// launches (nil: nothing counts them).
+func newPool(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry, work *busy) *pool {
+	return newPoolRetry(rt, sk, opts, size, maxAge, warn, when, work, 0)
 }
 
 // newPoolRetry is newPool with the first wait after a failed launch.
-func newPoolRetry(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry, retryFirst time.Duration) *pool {
+func newPoolRetry(rt runtime.Runtime, sk *spec.Skill, opts runner.Options, size int, maxAge time.Duration, warn func(string), when runner.StartEntry, work *busy, retryFirst time.Duration) *pool {
 	if maxAge <= 0 {
 		maxAge = DefaultPoolMaxAge
 	}
-	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn, when: when, retryFirst: retryFirst,
+	p := &pool{rt: rt, sk: sk, opts: opts, size: size, maxAge: maxAge, warn: warn, when: when, retryFirst: retryFirst, work: work,
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.refill()
@@ -307,6 +310,7 @@ var errRefused = errors.New("policy refusal")
 // the launching and the ready ones, not those serving a call (the call's
 // context does).
 func (p *pool) launch() error {
+	defer p.work.start()()
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()

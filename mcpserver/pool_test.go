@@ -234,7 +234,7 @@ func TestPoolFailingLaunchBacksOff(t *testing.T) {
 	}
 	deps := &failingDeps{}
 	var warns atomic.Int32
-	p := newPoolRetry(newFake(), sk, runner.Options{TempDir: t.TempDir(), Deps: deps}, 1, 0, func(string) { warns.Add(1) }, runner.EntryAtLaunch, 10*time.Millisecond)
+	p := newPoolRetry(newFake(), sk, runner.Options{TempDir: t.TempDir(), Deps: deps}, 1, 0, func(string) { warns.Add(1) }, runner.EntryAtLaunch, nil, 10*time.Millisecond)
 	time.Sleep(400 * time.Millisecond)
 	p.close()
 	p.wait()

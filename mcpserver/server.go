@@ -71,6 +71,14 @@ type Options struct {
 	// FileLimit caps write_file and read_file contents and a command's
 	// stdin (0: DefaultFileLimit).
 	FileLimit int64
+	// Busy, when set, is called with true when the server starts work
+	// that wants every CPU (a sandbox's launch, a cold run) while none
+	// was going on, and with false when the last of it ends; calls come
+	// one at a time, in order. A warm call is not such work. The server
+	// changes nothing of the process itself: its caller may (the
+	// command line runs Go on one processor while the server is not
+	// busy).
+	Busy func(busy bool)
 }
 
 // Call is what Options.Observe learns of one tool call: never its input
@@ -118,6 +126,8 @@ func (c Call) Outcome() string {
 type Server struct {
 	opts Options
 	mcp  *mcp.Server
+	// work counts the launches and cold runs in flight (Options.Busy).
+	work *busy
 
 	mu       sync.Mutex // guards the fields below
 	served   map[string]served
@@ -182,7 +192,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("workspace root %q: not a folder", opts.WorkspaceRoot)
 		}
 	}
-	s := &Server{opts: opts, served: map[string]served{}, sessions: map[*mcp.ServerSession]*session{}}
+	s := &Server{opts: opts, work: &busy{f: opts.Busy}, served: map[string]served{}, sessions: map[*mcp.ServerSession]*session{}}
 	s.stop, s.stopAll = context.WithCancel(context.Background())
 	caps := &mcp.ServerCapabilities{
 		Logging:   &mcp.LoggingCapabilities{},
@@ -329,7 +339,7 @@ func (s *Server) sync() []string {
 			drain = append(drain, old.pool)
 		}
 		if n.tool != nil && s.opts.Pool > 0 && poolable(n.skill) {
-			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, runner.EntryAtLaunch)
+			n.pool = newPool(s.opts.Runtime, n.skill, s.opts.Run, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, runner.EntryAtLaunch, s.work)
 			now[name] = n
 		}
 		if n.tool != nil {

@@ -163,7 +163,7 @@ func (s *Server) commandPool(se *session, sk *spec.Skill, opts runner.Options, w
 		se.pools = map[string]*pool{}
 	}
 	opts.Exec = &runner.Exec{}
-	p := newPool(s.opts.Runtime, sk, opts, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, when)
+	p := newPool(s.opts.Runtime, sk, opts, s.opts.Pool, s.opts.PoolMaxAge, s.opts.Warn, when, s.work)
 	se.pools[key] = p
 	return p
 }
