@@ -466,7 +466,7 @@ func run(bin, dir, root string, n int) error {
 	}{{2, warm50, pre50, vWarm2.samples, vPre.samples}, {1, warm1, pre1, vWarm1.samples, vPre1.samples}} {
 		d := w.p50 - w.pre
 		lo, hi := shareCI(w.s, w.fl)
-		fmt.Printf("- %s: skillrun's own share of a warm call (`--pool %d`): warm p50 - pre-started p50 (a pool of %d) = %.1f ms (target <= 1 ms; %.1f - %.1f ms; 90%% bootstrap interval of this run's %.1f-%.1f ms; a client that writes and reads JSON-RPC lines, as the floor's input and output are; of it the MCP transport, a ping's p50: %.1f ms; against python3 started just before its call, %.1f ms: %.1f ms)\n",
+		fmt.Printf("- %s: skillrun's own share of a warm call (`--pool %d`): warm p50 - pre-started p50 (a pool of %d) = %.2f ms (target <= 1 ms; %.2f - %.2f ms; 90%% bootstrap interval of this run's %.2f-%.2f ms; a client that writes and reads JSON-RPC lines, as the floor's input and output are; of it the MCP transport, a ping's p50: %.1f ms; against python3 started just before its call, %.1f ms: %.1f ms)\n",
 			verdict(d <= 1), w.pool, w.pool, d, w.p50, w.pre, lo, hi, ping50, hot50, w.p50-hot50)
 	}
 	fmt.Printf("- (client) through the Go SDK's client the same warm call (`--pool 2`) takes %.1f ms, %.1f ms more: the client library's own work (a ping: %.1f ms, %.1f ms more), an agent's cost, not skillrun's\n",
@@ -483,7 +483,7 @@ func run(bin, dir, root string, n int) error {
 		fmt.Printf("; the floor's in the same rounds, pre-started python3 from a pool of %d: %.1fx)\n", w.pool, pct(w.fl, .99)/pct(w.fl, .5))
 	}
 	xlo, xhi := shareCI(vWarmX.samples, vPreX.samples)
-	fmt.Printf("- (opt-in) an entry point ending with `sys.stdout.flush(); os._exit(0)` skips the interpreter's teardown: warm p50 %.1f -> %.1f ms (saves %.1f ms), pre-started python3 %.1f -> %.1f ms (saves %.1f ms); skillrun's own share with it %.1f ms (90%% bootstrap interval %.1f-%.1f ms)\n",
+	fmt.Printf("- (opt-in) an entry point ending with `sys.stdout.flush(); os._exit(0)` skips the interpreter's teardown: warm p50 %.1f -> %.1f ms (saves %.1f ms), pre-started python3 %.1f -> %.1f ms (saves %.1f ms); skillrun's own share with it %.2f ms (90%% bootstrap interval %.2f-%.2f ms)\n",
 		warm50, warmX, warm50-warmX, pre50, preX, pre50-preX, warmX-preX, xlo, xhi)
 	fmt.Printf("- %s: at least 100 calls/s at concurrency 2, burst from a full pool (%.0f calls/s)\n", verdict(burstRate >= 100), burstRate)
 	// What paces the sustained rate: not the refill (it waits while calls
