@@ -2,10 +2,15 @@ package mcpserver
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skillrun/skillrun/runner"
+	"github.com/skillrun/skillrun/spec"
 )
 
 // busy tells its func only when the work in flight goes from none to
@@ -111,6 +116,52 @@ func TestBusyLaunchesAndColdRuns(t *testing.T) {
 			t.Fatalf("Busy's calls do not alternate from true: %v", log.seen)
 		}
 	}
+}
+
+// A warm call whose sandbox has a network allowlist is busy work: this
+// process relays its traffic.
+func TestBusyNetworkedWarmCall(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "calculator")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "examples", "skills", "calculator"))); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "input:\n  schema: schema.json\nnetwork:\n  hosts:\n    - example.com:443\nlimits:\n  memory: 64Mi\n  pids: 16\n  timeout: 5s\n"
+	if err := os.WriteFile(filepath.Join(dir, "sandbox.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake()
+	log := &busyLog{}
+	s, err := New(Options{Runtime: f, Dirs: []string{root}, Pool: 1, Busy: log.set,
+		Run: runner.Options{TempDir: t.TempDir(), Grants: spec.Grants{Network: "allow"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	cs := connectClient(t, s, nil)
+	// The grant covers the manifest's host: the skill runs.
+	if r, _ := call(t, context.Background(), cs, map[string]any{"expression": "1"}); r.IsError {
+		t.Fatalf("the networked calculator: %s", textOf(r))
+	}
+	waitReady(t, s, 1)
+	log.waitQuiet(t)
+	drain(f.started)
+	warm := s.PoolStats()["calculator"][0]
+	done := make(chan struct{})
+	go func() {
+		call(t, context.Background(), cs, map[string]any{"expression": "barrier"})
+		close(done)
+	}()
+	<-f.started
+	if b, _ := log.state(); !b {
+		t.Error("a warm call with a network allowlist in flight: the server is not busy")
+	}
+	f.release <- struct{}{}
+	<-done
+	if st := s.PoolStats()["calculator"]; st[0] != warm+1 {
+		t.Errorf("the call was not warm: %v", st)
+	}
+	log.waitQuiet(t)
 }
 
 // drain empties c.

@@ -72,9 +72,10 @@ type Options struct {
 	// stdin (0: DefaultFileLimit).
 	FileLimit int64
 	// Busy, when set, is called with true when the server starts work
-	// that wants every CPU (a sandbox's launch, a cold run) while none
-	// was going on, and with false when the last of it ends; calls come
-	// one at a time, in order. A warm call is not such work. The server
+	// that wants every CPU (a sandbox's launch, a cold run, a warm call
+	// whose traffic it relays) while none was going on, and with false
+	// when the last of it ends; calls come one at a time, in order. A
+	// warm call without network is not such work. The server
 	// changes nothing of the process itself: its caller may (the
 	// command line runs Go on one processor while the server is not
 	// busy).

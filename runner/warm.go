@@ -237,6 +237,10 @@ func (s *Sandbox) EntryEnded() bool {
 // ID returns the sandbox's container ID.
 func (s *Sandbox) ID() string { return s.c.id }
 
+// Networked reports whether the sandbox has an egress server (a network
+// allowlist): its calls' traffic is relayed by this process.
+func (s *Sandbox) Networked() bool { return s.c.eg != nil }
+
 // Launch starts the sandbox's container with its entry point waiting
 // for its input, and returns once the input holder is in place (the
 // entry point has been started). The container lives until Call's run
