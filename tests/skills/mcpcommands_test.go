@@ -201,6 +201,12 @@ func TestMCPCommandsAgentFlow(t *testing.T) {
 	})
 }
 
+// findCanaries lists every canary.txt a sandbox's command can see,
+// skipping the host's system trees bound read-only (a workspace is never
+// below them): walking all of /usr took a command's whole 30 s limit once,
+// while another test package loaded the disk.
+const findCanaries = `find / \( -path /proc -o -path /sys -o -path /usr -o -path /dev \) -prune -o -name canary.txt -print 2>/dev/null`
+
 // TestMCPCommandsHTTPSessions: two HTTP sessions writing the same file
 // name each read back their own; a command of one cannot read the
 // other's workspace (a canary there, checked from the host); SIGTERM of
@@ -241,7 +247,7 @@ func TestMCPCommandsHTTPSessions(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(bDir, "canary.txt"), []byte(canary), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		probe := "cat " + filepath.Join(bDir, "canary.txt") + " ../*/canary.txt /workspace/../*/canary.txt 2>&1; find / -name canary.txt 2>/dev/null; echo done"
+		probe := "cat " + filepath.Join(bDir, "canary.txt") + " ../*/canary.txt /workspace/../*/canary.txt 2>&1; " + findCanaries + "; echo done"
 		c := callCommandTool(t, ctx, cs[0], "run_command", map[string]any{"command": probe})
 		if !strings.Contains(c.text(), "done") {
 			t.Fatalf("probe did not run: %s", c.text())
@@ -383,7 +389,7 @@ func TestMCPCommandsHTTPSessionLife(t *testing.T) {
 		}
 		waiting := m.waitContainers(t, "sandbox", 2)
 		time.Sleep(300 * time.Millisecond) // the holders file themselves ready
-		probe := "cat canary.txt; cat ../*/canary.txt /workspace/../*/canary.txt 2>&1; find / -name canary.txt 2>/dev/null | xargs cat 2>/dev/null; echo done"
+		probe := "cat canary.txt; cat ../*/canary.txt /workspace/../*/canary.txt 2>&1; " + findCanaries + " | xargs cat 2>/dev/null; echo done"
 		for i := range cs {
 			c := callCommandTool(t, ctx, cs[i], "run_command", map[string]any{"command": probe})
 			if !strings.HasPrefix(c.text(), canary[i]) || !strings.Contains(c.text(), "done") {
