@@ -56,10 +56,6 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			defer p.end()
 			if m := p.takeIfAny(); m != nil {
 				call.Warm = true
-				if m.sb.Networked() {
-					// This process relays its traffic: busy work.
-					defer s.work.start()()
-				}
 				res, err = m.sb.Call(ctx, in)
 				// Destroyed in the background: the answer does not wait
 				// for the container's deletion (Close waits for it).

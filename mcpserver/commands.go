@@ -259,10 +259,6 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		defer p.end()
 		if m := p.takeIfAny(); m != nil {
 			call.Warm = true
-			if m.sb.Networked() {
-				// This process relays its traffic: busy work.
-				defer s.work.start()()
-			}
 			if when == runner.EntryPython {
 				res, err = m.sb.CallPython(ctx, spec.Exec{Args: argv, Cwd: in.Cwd}, stdin)
 			} else {

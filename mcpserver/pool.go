@@ -64,6 +64,9 @@ type member struct {
 	sb     *runner.Sandbox
 	born   time.Time
 	cancel context.CancelFunc
+	// relayed ends the busy work of a taken member whose traffic this
+	// process relays (takeIfAny; nil otherwise).
+	relayed func()
 }
 
 // destroy kills the member's container (if it still runs) and releases
@@ -121,12 +124,18 @@ func (p *pool) take() *member {
 	return nil
 }
 
-// takeIfAny is take on a pool that may be nil (no pool: nil).
+// takeIfAny is take on a pool that may be nil (no pool: nil). A member
+// whose sandbox has a network allowlist counts as the server's busy work
+// until release: this process relays its call's traffic.
 func (p *pool) takeIfAny() *member {
 	if p == nil {
 		return nil
 	}
-	return p.take()
+	m := p.take()
+	if m != nil && m.sb.Networked() {
+		m.relayed = p.work.start()
+	}
+	return m
 }
 
 // checkEntry switches the pool to EntryAtCall when m's entry point ended
@@ -178,9 +187,13 @@ func (p *pool) poke() {
 	}
 }
 
-// release destroys a member taken by take once its call is over,
-// answerGrace after its answer, on a timer's goroutine (see end).
+// release ends a member's busy work, if any, once its call is over,
+// and destroys it answerGrace after its answer, on a timer's goroutine
+// (see end).
 func (p *pool) release(m *member) {
+	if m.relayed != nil {
+		m.relayed()
+	}
 	time.AfterFunc(answerGrace, func() {
 		defer p.closing.Done()
 		m.destroy()

@@ -127,7 +127,8 @@ func (c Call) Outcome() string {
 type Server struct {
 	opts Options
 	mcp  *mcp.Server
-	// work counts the launches and cold runs in flight (Options.Busy).
+	// work counts the launches, cold runs and relayed warm calls in
+	// flight (Options.Busy).
 	work *busy
 
 	mu       sync.Mutex // guards the fields below
