@@ -148,7 +148,7 @@ func cpuTimeStop(p *spec.Policy, info *runtime.ExitInfo) bool {
 	case syscall.SIGXCPU:
 		return true
 	case syscall.SIGKILL:
-		return (info.UserCPU + info.SysCPU) >= time.Duration(p.Fallback.CPUTimeSeconds)*time.Second
+		return info.CPU >= time.Duration(p.Fallback.CPUTimeSeconds)*time.Second
 	}
 	return false
 }
@@ -193,7 +193,7 @@ func fillUsage(res *Result, info *runtime.ExitInfo, wall time.Duration) {
 	}
 	res.Usage = Usage{
 		WallMS:          w.Milliseconds(),
-		CPUMS:           (info.UserCPU + info.SysCPU).Milliseconds(),
+		CPUMS:           info.CPU.Milliseconds(),
 		PeakMemoryBytes: info.MaxRSS,
 	}
 }

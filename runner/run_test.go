@@ -120,7 +120,7 @@ func exited(out, errOut string, code int, cgroups bool) func(context.Context, ru
 	return func(_ context.Context, o runtime.RunOpts) (int, error) {
 		io.WriteString(o.Stdio.Stdout, out)
 		io.WriteString(o.Stdio.Stderr, errOut)
-		*o.Exit = runtime.ExitInfo{Status: code, Wall: 12 * time.Millisecond, UserCPU: 3 * time.Millisecond, SysCPU: 2 * time.Millisecond, MaxRSS: 7 << 20, Cgroups: cgroups}
+		*o.Exit = runtime.ExitInfo{Status: code, Wall: 12 * time.Millisecond, CPU: 5 * time.Millisecond, UserCPU: 3 * time.Millisecond, SysCPU: 2 * time.Millisecond, MaxRSS: 7 << 20, Cgroups: cgroups}
 		return code, nil
 	}
 }
@@ -385,8 +385,8 @@ func TestRunRlimitFallback(t *testing.T) {
 		{"mmap ENOMEM", "OSError: [Errno 12] Cannot allocate memory\n", 1, runtime.ExitInfo{Status: 1}, StoppedMemory, ExitOOM},
 		{"pids", "forked 15: [Errno 11] Resource temporarily unavailable\n", 1, runtime.ExitInfo{Status: 1}, StoppedPids, ExitSkillFailed},
 		{"sigxcpu", "", 152, runtime.ExitInfo{Status: 152, Signal: syscall.SIGXCPU}, StoppedCPUTime, ExitTimeout},
-		{"sigkill at the hard limit", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, UserCPU: 40 * time.Second}, StoppedCPUTime, ExitTimeout},
-		{"sigkill from elsewhere", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, UserCPU: time.Second}, StoppedSignal, ExitSkillFailed},
+		{"sigkill at the hard limit", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, CPU: 40 * time.Second}, StoppedCPUTime, ExitTimeout},
+		{"sigkill from elsewhere", "", 137, runtime.ExitInfo{Status: 137, Signal: syscall.SIGKILL, CPU: time.Second}, StoppedSignal, ExitSkillFailed},
 		{"plain failure", "boom\n", 2, runtime.ExitInfo{Status: 2}, "", ExitSkillFailed},
 	}
 	for _, c := range cases {

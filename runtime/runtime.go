@@ -264,8 +264,14 @@ type ExitInfo struct {
 	Signal syscall.Signal `json:"signal,omitempty"`
 	// Wall is the time from Run's call to the init's exit.
 	Wall time.Duration `json:"wall"`
-	// UserCPU and SysCPU are the CPU time of the init and every process of
-	// the container it reaped (rusage of the waited child).
+	// CPU is the CPU time of the init and every process of the container
+	// it reaped: rusage of the waited child, or the container's CPU
+	// accounting cgroup when the run answered from its program's
+	// reported status. UserCPU and SysCPU are its split, when known:
+	// cgroup v1 counts the split in scheduler ticks (cpuacct.usage_user
+	// and usage_sys: 4 ms at HZ=250, so a 1 ms program reads 0) and only
+	// the total exactly (cpuacct.usage), so from v1 they stay zero.
+	CPU     time.Duration `json:"cpu"`
 	UserCPU time.Duration `json:"user_cpu"`
 	SysCPU  time.Duration `json:"sys_cpu"`
 	// MaxRSS is the peak resident set size in bytes of the largest process

@@ -321,6 +321,7 @@ func fillExit(x *runtime.ExitInfo, ps *os.ProcessState, wall time.Duration) {
 	x.Wall = wall
 	x.UserCPU = ps.UserTime()
 	x.SysCPU = ps.SystemTime()
+	x.CPU = x.UserCPU + x.SysCPU
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		x.MaxRSS = int64(ru.Maxrss) * maxRSSUnit
 	}

@@ -32,11 +32,11 @@ func exitStatus(ps *os.ProcessState) int {
 // limits from the cgroups as fillExit reads them. It returns false when
 // the CPU time cannot be read (the caller then waits).
 func fillReported(e *runtime.ExitInfo, s *started, status int, wall time.Duration) bool {
-	user, sys, ok := s.usage.cpuTime()
+	cpu, user, sys, ok := s.usage.cpuTime()
 	if !ok {
 		return false
 	}
-	*e = runtime.ExitInfo{Status: status, Wall: wall, Cgroups: s.cgroups, UserCPU: user, SysCPU: sys}
+	*e = runtime.ExitInfo{Status: status, Wall: wall, Cgroups: s.cgroups, CPU: cpu, UserCPU: user, SysCPU: sys}
 	s.usage.fill(e)
 	return true
 }
@@ -53,6 +53,7 @@ func fillExit(e *runtime.ExitInfo, s *started, ps *os.ProcessState, status int, 
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			e.UserCPU = time.Duration(ru.Utime.Nano())
 			e.SysCPU = time.Duration(ru.Stime.Nano())
+			e.CPU = e.UserCPU + e.SysCPU
 			e.MaxRSS = ru.Maxrss * 1024
 		}
 	}

@@ -331,8 +331,14 @@ func TestRunReported(t *testing.T) {
 	if e.out != "out\n" || e.errb != "err\n" {
 		t.Errorf("output at Exited: %q, %q; want all of it", e.out, e.errb)
 	}
-	if e.info.Status != 7 || !e.info.Cgroups || e.info.UserCPU+e.info.SysCPU <= 0 || e.info.MaxRSS <= 0 {
+	if e.info.Status != 7 || !e.info.Cgroups || e.info.CPU <= 0 || e.info.MaxRSS <= 0 {
 		t.Errorf("Exit at Exited: %+v; want status 7, cgroups, CPU time and a memory peak", e.info)
+	}
+	// The exact counter (ns in v1's cpuacct.usage, µs in v2's cpu.stat),
+	// not a count of scheduler ticks (v1's usage_user and usage_sys: a
+	// whole number of ticks, so of milliseconds, whatever HZ is).
+	if e.info.CPU%time.Millisecond == 0 {
+		t.Errorf("CPU time at Exited %v is a whole number of milliseconds: scheduler ticks, not the exact counter", e.info.CPU)
 	}
 	if info.Status != 7 {
 		t.Errorf("Exit was overwritten after Exited: %+v", info)

@@ -16,12 +16,11 @@ import (
 
 // The cgroup files a foreground run's exit report reads.
 const (
-	fileCPUUser = iota // v1 cpuacct.usage_user (ns)
-	fileCPUSys         // v1 cpuacct.usage_sys (ns)
-	fileCPUStat        // v2 cpu.stat (µs)
-	filePeak           // v1 memory.max_usage_in_bytes, v2 memory.peak
-	fileOOM            // v1 memory.oom_control, v2 memory.events
-	filePids           // pids.events
+	fileCPUUsage = iota // v1 cpuacct.usage (ns; exact, unlike its user/sys split)
+	fileCPUStat         // v2 cpu.stat (µs)
+	filePeak            // v1 memory.max_usage_in_bytes, v2 memory.peak
+	fileOOM             // v1 memory.oom_control, v2 memory.events
+	filePids            // pids.events
 	nUsageFiles
 )
 
@@ -54,8 +53,7 @@ func openUsage(s *started, ahead bool) *usageFiles {
 		if s.cpuV2 {
 			u.paths[fileCPUStat] = filepath.Join(s.cpuDir, "cpu.stat")
 		} else {
-			u.paths[fileCPUUser] = filepath.Join(s.cpuDir, "cpuacct.usage_user")
-			u.paths[fileCPUSys] = filepath.Join(s.cpuDir, "cpuacct.usage_sys")
+			u.paths[fileCPUUsage] = filepath.Join(s.cpuDir, "cpuacct.usage")
 		}
 	}
 	if s.memDir != "" {
@@ -126,29 +124,31 @@ func num(s string) (int64, bool) {
 	return n, err == nil
 }
 
-// cpuTime is the cgroup's user and system CPU time.
-func (u *usageFiles) cpuTime() (user, sys time.Duration, ok bool) {
+// cpuTime is the cgroup's CPU time and, from v2, its user and system
+// split (v1 counts the split in scheduler ticks: it is left out, and its
+// total, exact, is one read).
+func (u *usageFiles) cpuTime() (total, user, sys time.Duration, ok bool) {
 	switch {
 	case u == nil:
-		return 0, 0, false
+		return 0, 0, 0, false
 	case u.paths[fileCPUStat] != "":
-		var gotU, gotS bool
 		for _, l := range strings.Split(u.read(fileCPUStat), "\n") {
 			k, v, _ := strings.Cut(l, " ")
-			n, ok := num(v)
+			n, isNum := num(v)
 			switch {
-			case !ok:
+			case !isNum:
+			case k == "usage_usec":
+				total, ok = time.Duration(n)*time.Microsecond, true
 			case k == "user_usec":
-				user, gotU = time.Duration(n)*time.Microsecond, true
+				user = time.Duration(n) * time.Microsecond
 			case k == "system_usec":
-				sys, gotS = time.Duration(n)*time.Microsecond, true
+				sys = time.Duration(n) * time.Microsecond
 			}
 		}
-		return user, sys, gotU && gotS
+		return total, user, sys, ok
 	}
-	us, okU := num(u.read(fileCPUUser))
-	sy, okS := num(u.read(fileCPUSys))
-	return time.Duration(us), time.Duration(sy), okU && okS
+	n, ok := num(u.read(fileCPUUsage))
+	return time.Duration(n), 0, 0, ok
 }
 
 // fill adds to e what the memory and pids cgroups say: the memory peak

@@ -26,7 +26,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // them in place; here the test does); the peak was reset (a write of 0).
 func TestUsageFilesV1(t *testing.T) {
 	cpu, mem, pids := t.TempDir(), t.TempDir(), t.TempDir()
-	writeFiles(t, cpu, map[string]string{"cpuacct.usage_user": "1\n", "cpuacct.usage_sys": "1\n"})
+	writeFiles(t, cpu, map[string]string{"cpuacct.usage": "1\n"})
 	writeFiles(t, mem, map[string]string{"memory.max_usage_in_bytes": "99999999\n", "memory.oom_control": "oom_kill 0\n"})
 	writeFiles(t, pids, map[string]string{"pids.events": "max 0\n"})
 	u := openUsage(&started{cpuDir: cpu, memDir: mem, pidsDir: pids}, true)
@@ -45,13 +45,13 @@ func TestUsageFilesV1(t *testing.T) {
 		}
 		*d += "-moved"
 	}
-	writeFiles(t, cpu, map[string]string{"cpuacct.usage_user": "1500000\n", "cpuacct.usage_sys": "250000\n"})
+	writeFiles(t, cpu, map[string]string{"cpuacct.usage": "1750000\n"})
 	writeFiles(t, mem, map[string]string{"memory.max_usage_in_bytes": "4194304\n",
 		"memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n"})
 	writeFiles(t, pids, map[string]string{"pids.events": "max 3\n"})
-	user, sys, ok := u.cpuTime()
-	if !ok || user != 1500*time.Microsecond || sys != 250*time.Microsecond {
-		t.Errorf("cpuTime = %v, %v, %v; want 1.5ms, 250µs, true", user, sys, ok)
+	total, user, sys, ok := u.cpuTime()
+	if !ok || total != 1750*time.Microsecond || user != 0 || sys != 0 {
+		t.Errorf("cpuTime = %v, %v, %v, %v; want 1.75ms, no split (v1 counts it in ticks), true", total, user, sys, ok)
 	}
 	e := runtime.ExitInfo{MaxRSS: 64 << 20} // rusage's, the runtime's init included
 	u.fill(&e)
@@ -89,9 +89,9 @@ func TestUsageFilesV2(t *testing.T) {
 		"memory.events": "low 0\nhigh 0\nmax 2\noom 1\noom_kill 0\n",
 		"pids.events":   "max 0\n",
 	})
-	user, sys, ok := u.cpuTime()
-	if !ok || user != 7*time.Microsecond || sys != 3*time.Microsecond {
-		t.Errorf("cpuTime = %v, %v, %v; want 7µs, 3µs, true", user, sys, ok)
+	total, user, sys, ok := u.cpuTime()
+	if !ok || total != 10*time.Microsecond || user != 7*time.Microsecond || sys != 3*time.Microsecond {
+		t.Errorf("cpuTime = %v, %v, %v, %v; want 10µs, 7µs, 3µs, true", total, user, sys, ok)
 	}
 	e := runtime.ExitInfo{}
 	u.fill(&e)
@@ -117,7 +117,7 @@ func TestUsageFilesNotReset(t *testing.T) {
 	if u.sinceExec {
 		t.Error("a peak that cannot be written was taken as reset")
 	}
-	if _, _, ok := u.cpuTime(); ok {
+	if _, _, _, ok := u.cpuTime(); ok {
 		t.Error("cpuTime ok without any CPU file")
 	}
 	e := runtime.ExitInfo{MaxRSS: 1 << 40}
@@ -128,7 +128,7 @@ func TestUsageFilesNotReset(t *testing.T) {
 	var none *usageFiles
 	none.fill(&e)
 	none.close()
-	if _, _, ok := none.cpuTime(); ok {
+	if _, _, _, ok := none.cpuTime(); ok {
 		t.Error("a nil usageFiles reported CPU time")
 	}
 }
