@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/skillrun/skillrun/runner/holder"
 	"github.com/skillrun/skillrun/runtime"
 	"github.com/skillrun/skillrun/spec"
 )
@@ -26,8 +27,10 @@ import (
 // container if it still runs) and releases everything it holds. Run is
 // the cold path: the same steps with the input on stdin from the start.
 //
-// A launched sandbox runs its entry point under an input holder, a
-// /bin/sh that is the container's first process. It holds a second copy
+// A launched sandbox runs its entry point under an input holder, the
+// container's first process: this binary's own (runner/holder, C, run
+// before the Go runtime starts) when the back end's containers can run
+// this binary, else a /bin/sh script (holderScript). It holds a second copy
 // of the stdin pipe's write end and a control pipe from the launcher.
 // Call writes the input, then the line "e" on the control pipe: only then
 // does the holder close its copy, so the entry point sees the end of its
@@ -80,7 +83,8 @@ const (
 	EntryCommand
 )
 
-// The input holder (see Sandbox). $1 is "launch", "call" or "cmd" (the
+// The input holder as a shell script (see Sandbox; runner/holder is the
+// same in C, and the tests hold both to one protocol). $1 is "launch", "call" or "cmd" (the
 // control pipe's first line is then the working directory and the command
 // line, shell-quoted by CallCommand: they replace the holder's own "$@"). fd 3 is its
 // copy of the stdin pipe's write end, fd 4 tells the launcher it is in
@@ -165,8 +169,19 @@ func Prepare(ctx context.Context, rt runtime.Runtime, sk *spec.Skill, opts Optio
 		// and the exec shell, kept in front of every command.
 		sb.cmdPrefix = c.sp.Process.Args[:len(c.sp.Process.Args)-1]
 	}
-	c.sp.Process.Args = append([]string{holderShell, "-c", holderScript, "skillrun-input-holder", mode}, c.sp.Process.Args...)
+	c.sp.Process.Args = holderArgs(rt, mode, c.sp.Process.Args)
 	return sb, nil, nil
+}
+
+// holderArgs is the command line of a sandbox's input holder in mode
+// with entry as its entry point: the binary's own (runner/holder) when
+// the back end's containers can run this binary and it was built with
+// it, else the shell's (holderScript).
+func holderArgs(rt runtime.Runtime, mode string, entry []string) []string {
+	if se, ok := rt.(runtime.SelfExecer); ok && holder.Linked() {
+		return holder.Args(se.SelfExe(), mode, entry...)
+	}
+	return append([]string{holderShell, "-c", holderScript, holder.Arg, mode}, entry...)
 }
 
 // commandPlaceholder stands for the command of an EntryCommand sandbox

@@ -310,6 +310,16 @@ type DevDirProvider interface {
 	DevDir() string
 }
 
+// SelfExecer is implemented by back ends whose containers can run this
+// very program: a container's process whose first argument is SelfExe()
+// executes the binary that started the container (the protected copy
+// its init runs from, which the container cannot write), whatever the
+// container's root filesystem holds, provided the container mounts
+// /proc. The skill runner runs its input holder so (runner/holder).
+type SelfExecer interface {
+	SelfExe() string
+}
+
 // CgroupProber is implemented by back ends that can tell, before a
 // container is created, whether its linux.resources limits will be
 // applied (the container gets cgroups of its own) for this caller. The

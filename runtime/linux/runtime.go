@@ -51,10 +51,17 @@ var (
 	_ runtime.Preparer       = (*Runtime)(nil)
 	_ runtime.DevDirProvider = (*Runtime)(nil)
 	_ runtime.Guarder        = (*Runtime)(nil)
+	_ runtime.SelfExecer     = (*Runtime)(nil)
 )
 
 // DevDir implements runtime.DevDirProvider (see HostDevices).
 func (r *Runtime) DevDir() string { return HostDevices{}.DevDir() }
+
+// SelfExe implements runtime.SelfExecer: a container's init is this
+// binary (libcontainer re-executes it as `BINARY init`, from a sealed
+// copy or a read-only overlay of it), and its /proc/self/exe, a magic
+// link, reaches that copy from inside the container.
+func (r *Runtime) SelfExe() string { return "/proc/self/exe" }
 
 // HostDevices is the host's prepared device folder (package devdir) as a
 // runtime.DevDirProvider, for callers that write bundles without a back
