@@ -276,6 +276,7 @@ func run(bin, dir, root string, n int) error {
 	// reaped. The same for the os._exit variant, and, for context,
 	// python3 started just before its call. All in interleaved rounds.
 	unsettled := 0 // calls (warm-ups too) started on a machine that did not get idle
+	warmN := n * 5 / 2
 	// The warm rows for the targets go through the raw client (raw.go):
 	// the same server binary, measured without a client library's own
 	// work; one row through the Go SDK's client (the server the
@@ -354,7 +355,10 @@ func run(bin, dir, root string, n int) error {
 	vPing := &variant{name: "MCP ping (`--pool 2` server, the transport alone)", prep: quiet, call: r2.ping}
 	vPingSDK := &variant{name: "MCP ping, through the Go SDK's client", prep: quiet,
 		call: func() error { return s2.cs.Ping(context.Background(), nil) }}
-	if err := rounds(n, []*variant{vWarm2, vWarm1, vWarmSDK, vPre, vPre1, vHot, vWarmX, vPreX, vPing, vPingSDK}); err != nil {
+	// The share is a difference of two medians, each spread by the
+	// interpreter's teardown (from call to call by more than the whole
+	// target): these rows take warmN calls each.
+	if err := rounds(warmN, []*variant{vWarm2, vWarm1, vWarmSDK, vPre, vPre1, vHot, vWarmX, vPreX, vPing, vPingSDK}); err != nil {
 		return fmt.Errorf("warm: %w", err)
 	}
 	r1.close()
@@ -424,7 +428,7 @@ func run(bin, dir, root string, n int) error {
 	sb.cs.Close()
 
 	cores := runtime.NumCPU()
-	fmt.Printf("| hello skill, %d calls | p50 ms | p95 ms | p99 ms | calls/s at concurrency 2 | CPU ms per call | machine busy ms per call |\n|---|---:|---:|---:|---:|---:|---:|\n", n)
+	fmt.Printf("| hello skill, %d calls (warm, pre-started and ping rows: %d) | p50 ms | p95 ms | p99 ms | calls/s at concurrency 2 | CPU ms per call | machine busy ms per call |\n|---|---:|---:|---:|---:|---:|---:|\n", n, warmN)
 	for _, r := range rows {
 		fmt.Printf("| %s | %.1f | %.1f | %.1f |", r.name, pct(r.samples, .5), pct(r.samples, .95), pct(r.samples, .99))
 		if r.rate > 0 {
