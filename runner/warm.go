@@ -84,8 +84,8 @@ const (
 )
 
 // The input holder as a shell script (see Sandbox; runner/holder is the
-// same in C, and the tests hold both to one protocol). $1 is "launch", "call" or "cmd" (the
-// control pipe's first line is then the working directory and the command
+// same in C, and the tests hold both to one protocol). $1 is "launch",
+// "call" or "cmd" (the control pipe's first line is then the working directory and the command
 // line, shell-quoted by CallCommand: they replace the holder's own "$@"). fd 3 is its
 // copy of the stdin pipe's write end, fd 4 tells the launcher it is in
 // place ("r") and, at the end, the entry point's status ("xN" and a
