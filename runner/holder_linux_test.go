@@ -317,3 +317,35 @@ func TestHolderEntrySignals(t *testing.T) {
 		}
 	})
 }
+
+// The built-in holder reaps its children itself even when it was
+// started with SIGCHLD ignored (inherited across exec: the kernel would
+// reap them and the entry point's status be lost). The shell holder
+// cannot: a shell may not reset a signal ignored on entry.
+func TestHolderSIGCHLDIgnoredOnEntry(t *testing.T) {
+	if !holder.Linked() {
+		t.Skip("skipped: this binary has no built-in holder (built without cgo, or not for glibc)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("skipped: no python3 to exec the holder with SIGCHLD ignored (a shell cannot: dash keeps its own handler)")
+	}
+	k := holderKind{"builtin-sigchld-ignored", func(mode string, entry ...string) []string {
+		return append([]string{py, "-c", "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"},
+			holder.Args(exe, mode, entry...)...)
+	}}
+	h := startHolder(t, k, "launch", `cat >/dev/null; exit 7`)
+	h.stdinW.Close()
+	h.ctlW.Write([]byte("e\n"))
+	h.ctlW.Close()
+	if code := h.wait(t); code != 7 {
+		t.Errorf("exit %d, want the entry point's 7", code)
+	}
+	if rest, _ := io.ReadAll(h.ready); string(rest) != "x7\n" {
+		t.Errorf("the ready pipe said %q after r, want x7", rest)
+	}
+}

@@ -145,6 +145,10 @@ static void killAll(void)
 
 static void run(char *mode, char **args)
 {
+	// Children are reaped here: an ignored SIGCHLD inherited from the
+	// exec would have the kernel reap them, and the entry point's
+	// status lost.
+	signal(SIGCHLD, SIG_DFL);
 	int cmd = strcmp(mode, "cmd") == 0;
 	if (strcmp(mode, "call") == 0 || cmd) {
 		// Nothing runs before the call: "g", or the command line.
