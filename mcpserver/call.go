@@ -66,9 +66,7 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 			}
 		}
 		if res == nil && err == nil {
-			done := s.work.start()
-			res, err = runner.Run(ctx, s.opts.Runtime, sk, in, opts)
-			done()
+			res, err = s.runCold(ctx, sk, in, opts)
 		}
 		call.Result, call.Err = res, err
 		if err != nil {
@@ -79,6 +77,13 @@ func (s *Server) handler(sk *spec.Skill, p *pool) mcp.ToolHandler {
 		}
 		return resultOf(res), nil
 	}
+}
+
+// runCold runs sk in a sandbox started for the call (runner.Run), as
+// the server's busy work (Options.Busy), as a pool's launch is.
+func (s *Server) runCold(ctx context.Context, sk *spec.Skill, in *runner.Input, opts runner.Options) (*runner.Result, error) {
+	defer s.work.start()()
+	return runner.Run(ctx, s.opts.Runtime, sk, in, opts)
 }
 
 var errShutdown = errors.New("the server is shutting down")

@@ -272,9 +272,7 @@ func (s *Server) runCommand(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	if res == nil && err == nil {
 		opts.Exec = &runner.Exec{Exec: spec.Exec{Args: argv, Cwd: in.Cwd}, Stdin: bytes.NewReader(stdin)}
-		done := s.work.start()
-		res, err = runner.Run(ctx, s.opts.Runtime, sk, nil, opts)
-		done()
+		res, err = s.runCold(ctx, sk, nil, opts)
 	}
 	call.Result, call.Err = res, err
 	if err != nil {
