@@ -16,6 +16,15 @@ import (
 	"time"
 )
 
+// pythonEnv is the environment python3 runs with outside the sandbox:
+// the variables a sandbox gives its entry point (spec's processEnv: PATH,
+// HOME, TMPDIR, LANG), tmp as HOME and TMPDIR. Not the invoker's: a
+// PYTHONUNBUFFERED there would change what the interpreter does at its
+// exit (the sandbox's python3 runs with -E, and none is set inside).
+func pythonEnv(tmp string) []string {
+	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+}
+
 // prestarted is python3 started ahead on a script, its stdin a pipe it
 // is blocked reading: a warm sandbox's entry point without the sandbox.
 type prestarted struct {
@@ -24,8 +33,9 @@ type prestarted struct {
 	out io.ReadCloser
 }
 
-func prestart(script string) (*prestarted, error) {
+func prestart(script string, env []string) (*prestarted, error) {
 	c := exec.Command("/usr/bin/python3", script)
+	c.Env = env
 	in, err := c.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -55,13 +65,14 @@ func prestart(script string) (*prestarted, error) {
 // next call.
 type prePool struct {
 	script string
+	env    []string
 	n      int
 	ready  []*prestarted
 }
 
 func (p *prePool) fill() error {
 	for len(p.ready) < p.n {
-		x, err := prestart(p.script)
+		x, err := prestart(p.script, p.env)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,8 @@
 // against a cold `skillrun skill run` and python3 running the same
 // hello skill (it reads its input from stdin, then prints), bare:
 // started for the call, and pre-started: started ahead and left
-// waiting on its stdin as a warm sandbox's entry point is, from a
+// waiting on its stdin as a warm sandbox's entry point is (both with
+// the environment a sandbox gives its entry point: pythonEnv), from a
 // pool refilled as the server's is, the floor of a warm call (and,
 // for context, started just before its call), and an MCP ping, the
 // transport alone. It prints p50/p95/p99 of the wall time per call
@@ -203,6 +204,7 @@ func run(bin, dir, root string, n int) error {
 		return err
 	}
 	env := append(os.Environ(), "TMPDIR="+tmp)
+	pyEnv := pythonEnv(tmp)
 	state := filepath.Join(root, "state")
 	exitDir, err := osExitVariant(dir)
 	if err != nil {
@@ -213,6 +215,7 @@ func run(bin, dir, root string, n int) error {
 
 	py := func() error {
 		c := exec.Command("/usr/bin/python3", filepath.Join(dir, "scripts", "main.py"))
+		c.Env = pyEnv
 		c.Stdin = strings.NewReader("{}")
 		return c.Run()
 	}
@@ -316,7 +319,7 @@ func run(bin, dir, root string, n int) error {
 		return nil
 	}
 	script, scriptX := filepath.Join(dir, "scripts", "main.py"), filepath.Join(exitDir, "scripts", "main.py")
-	pool2, pool1, poolX := &prePool{script: script, n: 2}, &prePool{script: script, n: 1}, &prePool{script: scriptX, n: 2}
+	pool2, pool1, poolX := &prePool{script: script, env: pyEnv, n: 2}, &prePool{script: script, env: pyEnv, n: 1}, &prePool{script: scriptX, env: pyEnv, n: 2}
 	defer pool2.close()
 	defer pool1.close()
 	defer poolX.close()
@@ -343,7 +346,7 @@ func run(bin, dir, root string, n int) error {
 			if err := quiet(); err != nil {
 				return err
 			}
-			hot, err = prestart(script)
+			hot, err = prestart(script, pyEnv)
 			return err
 		},
 		call: func() error { return hot.call("{}") }}
