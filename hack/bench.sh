@@ -25,7 +25,7 @@ Usage: hack/bench.sh [options]        (make bench)
 
 One command, one run, all peers side by side. Each figure is min / median / p95 of wall time over
 >= 50 iterations after warm-up (hyperfine -N, no shell in the measured command), taken in 6 rounds
-in which the peers of a table take turns (2 rounds with --quick; process start: 5 times as many),
+in which the peers of a table take turns (2 rounds with --quick; process start and cold run: 5 times as many),
 so a shared machine's drift does not favour one peer:
   proc         process start: \`RT --version\` for skillrun, runc, crun (and skillrun-skills and
                skillrun-openshell, the companion binaries: what the split keeps off the runtime's path)
@@ -346,7 +346,9 @@ if [ "$lc_ok" = 1 ]; then
 else
 	row cold lcfloor 0 - - - ms "$lc_note"
 fi
-measure cold
+# 5 times the rounds, as process start: the medians of one round's 10 runs spread by 16-24 ms on
+# this VM (a bench run's skillrun/runc ratio read 0.84x, 0.85x and 0.98x), where the target is 5%.
+measure cold 5
 
 # --- 2. create, then start of a pre-created container --------------------------------------------
 for r in "${peers[@]}"; do

@@ -240,7 +240,7 @@ report_md() {
 	versions
 	echo "- Method: hyperfine -N (no shell), ${meta[warmup]} warm-up runs then ${meta[runs]} measured runs per row, in ${meta[rounds]}"
 	echo "  rounds in which the rows of a table take turns (drift on this shared machine spreads evenly;"
-	echo "  process start: 5 times as many rounds, a difference of a few percent between 4 ms commands);"
+	echo "  process start and cold run: 5 times as many rounds, targets a few percent apart);"
 	echo "  bundle = busybox-static rootfs, read-only root, pid/net/ipc/uts/mount namespaces, no tty;"
 	echo "  \`--root\` and the bundle on a tmpfs. Ratio = peer median / ${meta[ref]} median (the skill table:"
 	echo "  / \`skillrun skill run\` median). \`floor\` is a bare fork+exec of /bin/true by hyperfine."
