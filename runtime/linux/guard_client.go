@@ -39,12 +39,12 @@ type guardProc struct {
 	cmd   *exec.Cmd
 	done  chan struct{} // closed once the process has been waited for
 	// timer and count are the stub's timerfd and eventfd (package
-	// guardstub), -1 when none.
+	// guardstub), -1 when none. The timer stays armed to the earliest
+	// deadline, or to now while more than drainAt bytes (half the pipe)
+	// wait in the pipe: the guard reads the pipe only when it expires
+	// (the stub never reads it; the Go guard when it wakes) or ends.
 	timer, count int
-	// written is what went into the pipe; past handOver bytes (half the
-	// pipe: the stub never reads it) the Go guard is asked to take over.
-	written, handOver int
-	handedOver        bool
+	drainAt      int
 }
 
 // failed reports whether the process could not be started.
@@ -68,24 +68,37 @@ func (p *guardProc) close() {
 	}
 }
 
-// write writes one message line. Past the hand-over threshold, the stub
-// is told to let the Go guard start (which reads the pipe) first.
+// write writes one message line (arm, after it, sets the timer).
 func (p *guardProc) write(line []byte) error {
-	if !p.handedOver && p.written+len(line) > p.handOver {
-		p.arm(1) // expired at once
-		p.handedOver = true
-	}
-	p.written += len(line)
 	_, err := p.w.Write(line)
 	return err
 }
 
-// arm sets the stub's timer to at on CLOCK_MONOTONIC (0: disarmed).
+// arm sets the guard's timer to at on CLOCK_MONOTONIC (0: disarmed), or
+// to now (expired at once) when more than drainAt bytes wait unread in
+// the pipe: the stub lets the Go guard start, the Go guard reads them.
 func (p *guardProc) arm(at int64) {
-	if p.timer < 0 || p.handedOver {
+	if p.timer < 0 {
 		return
 	}
+	if p.unread() > p.drainAt {
+		at = 1
+	}
 	_ = unix.TimerfdSettime(p.timer, unix.TFD_TIMER_ABSTIME, &unix.ItimerSpec{Value: unix.NsecToTimespec(at)}, nil)
+}
+
+// unread is how many bytes wait in the command pipe (FIONREAD, alias
+// TIOCINQ, which a pipe answers on either end); more than drainAt when it cannot tell.
+func (p *guardProc) unread() int {
+	n := p.drainAt + 1
+	if sc, err := p.w.SyscallConn(); err == nil {
+		_ = sc.Control(func(fd uintptr) {
+			if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil {
+				n = v
+			}
+		})
+	}
+	return n
 }
 
 // counted adds n (1 or -1) to the stub's count of registered containers.
@@ -184,9 +197,6 @@ func (c *guardClient) deadline(k guardKey, at int64) error {
 		return errors.New("no guard process")
 	}
 	c.sendLocked(&guardMsg{Op: "deadline", Root: k.root, ID: k.id, At: at})
-	if c.cur != nil {
-		c.cur.arm(c.nextLocked())
-	}
 	return nil
 }
 
@@ -217,7 +227,6 @@ func (c *guardClient) del(k guardKey) {
 		c.sendLocked(&guardMsg{Op: "del", Root: k.root, ID: k.id})
 		if c.cur == p {
 			p.counted(-1)
-			p.arm(c.nextLocked())
 		}
 	}
 }
@@ -233,8 +242,9 @@ func (c *guardClient) nextLocked() int64 {
 	return n
 }
 
-// sendLocked writes m to the running guard. A failed write means the
-// guard is gone: a new one is started and told everything registered
+// sendLocked writes m to the running guard and sets its timer (the
+// earliest deadline, or now to have the pipe read). A failed write means
+// the guard is gone: a new one is started and told everything registered
 // (m's effect included).
 func (c *guardClient) sendLocked(m *guardMsg) {
 	line, err := json.Marshal(m)
@@ -248,7 +258,9 @@ func (c *guardClient) sendLocked(m *guardMsg) {
 			return
 		}
 		_ = c.startLocked()
+		return
 	}
+	c.cur.arm(c.nextLocked())
 }
 
 // startLocked starts a guard process in the background, replacing the
@@ -298,13 +310,13 @@ func (c *guardClient) startLocked() (retErr error) {
 		}
 		files = append(files, os.NewFile(uintptr(d), "guard"))
 	}
-	// Half the pipe: the stub never reads it (64 KiB, or 4 KiB when this
-	// user has used up its pipe pages).
-	p.handOver = 2048
+	// Half the pipe (64 KiB, or 4 KiB when this user has used up its
+	// pipe pages): the guard reads it only when its timer expires.
+	p.drainAt = 2048
 	if sc, err := w.SyscallConn(); err == nil {
 		_ = sc.Control(func(fd uintptr) {
-			if n, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && n/2 > p.handOver {
-				p.handOver = n / 2
+			if n, err := unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0); err == nil && n/2 > p.drainAt {
+				p.drainAt = n / 2
 			}
 		})
 	}
@@ -322,7 +334,6 @@ func (c *guardClient) startLocked() (retErr error) {
 	c.cur = p
 	go c.run(p, cmd, files, aliveR)
 	files = nil // run closes them once the guard has its copies
-	p.arm(c.nextLocked())
 	for _, m := range c.entries {
 		line, err := json.Marshal(m)
 		if err != nil {
@@ -331,7 +342,10 @@ func (c *guardClient) startLocked() (retErr error) {
 		if err := p.write(append(line, '\n')); err != nil {
 			break // the process failed: waitGuard reports it
 		}
+		// Each line under 4 KiB: the pipe is read before it is full.
+		p.arm(c.nextLocked())
 	}
+	p.arm(c.nextLocked())
 	return nil
 }
 

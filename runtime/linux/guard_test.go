@@ -434,7 +434,7 @@ func TestGuardClientMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p := &guardProc{w: w, ready: make(chan struct{}), timer: -1, count: -1, handOver: 1 << 20}
+	p := &guardProc{w: w, ready: make(chan struct{}), timer: -1, count: -1, drainAt: 1 << 20}
 	close(p.ready)
 	c := &guardClient{entries: map[guardKey]*guardMsg{}, cur: p}
 	rt := &Runtime{root: "/state", systemd: true, rootlessCgroups: true, guards: c}
@@ -483,12 +483,125 @@ func TestGuardClientMessages(t *testing.T) {
 	}
 }
 
+// startGoGuard starts a real guard process (this test binary) for c with
+// container m registered, hands it over to the Go guard (the timer set to
+// now, as a full pipe or a deadline does) and returns it once the Go
+// guard runs (more than one thread).
+func startGoGuard(t *testing.T, c *guardClient, m *guardMsg) *guardProc {
+	t.Helper()
+	if err := c.add(m); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	p := c.cur
+	p.arm(1)
+	c.mu.Unlock()
+	<-p.ready
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	t.Cleanup(func() {
+		c.mu.Lock()
+		if c.cur == p {
+			c.cur = nil
+			p.close()
+		}
+		c.mu.Unlock()
+		<-p.done
+	})
+	for deadline := time.Now().Add(5 * time.Second); threads(p.cmd.Process.Pid) <= 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Go guard did not start after its timer expired")
+		}
+	}
+	return p
+}
+
+// TestGuardReadsOnTimer: a running Go guard reads its pipe only when its
+// timer expires (the runner's earliest deadline, or half the pipe
+// waiting), not at every line: what a runner sends with no deadline due
+// stays in the pipe, seen from the runner's end; a deadline that comes
+// has it read; and a runner that sends more than the pipe holds is never
+// blocked.
+func TestGuardReadsOnTimer(t *testing.T) {
+	c := newGuardClient("/proc/self/exe")
+	first := &guardMsg{Op: "add", Root: "/nonexistent", ID: "first"}
+	p := startGoGuard(t, c, first)
+	for deadline := time.Now().Add(5 * time.Second); p.unread() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Go guard did not read what was sent before it started")
+		}
+	}
+	// Lines with no deadline due: a far one, registrations and releases.
+	if err := c.deadline(first.key(), monoNow()+int64(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		m := &guardMsg{Op: "add", Root: "/nonexistent", ID: fmt.Sprintf("c%d", i)}
+		if err := c.add(m); err != nil {
+			t.Fatal(err)
+		}
+		c.del(m.key())
+	}
+	time.Sleep(300 * time.Millisecond)
+	c.mu.Lock()
+	waiting := p.unread()
+	c.mu.Unlock()
+	if waiting == 0 {
+		t.Fatal("the Go guard read lines with no deadline due: it wakes at every line")
+	}
+	// A deadline due soon: the guard reads the pipe then.
+	if err := c.deadline(first.key(), monoNow()+int64(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); p.unread() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pipe was not read at the deadline (%d bytes wait)", p.unread())
+		}
+	}
+	if err := c.deadline(first.key(), monoNow()+int64(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// Three pipes' worth of lines, no deadline due: never blocked, and
+	// read once half the pipe waits.
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		big := &guardMsg{Op: "add", Root: "/nonexistent", Remove: []string{strings.Repeat("x", 1000)}}
+		for i := 0; i*1100 < 3*2*p.drainAt; i++ {
+			m := *big
+			m.ID = fmt.Sprintf("big%d", i)
+			if err := c.add(&m); err != nil {
+				t.Error(err)
+				return
+			}
+			c.del(m.key())
+		}
+	}()
+	select {
+	case <-sent:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the runner's writes blocked: %d bytes wait in the pipe", p.unread())
+	}
+	if n := p.unread(); n > p.drainAt+4096 {
+		t.Errorf("%d bytes wait in the pipe, more than half of it (%d)", n, p.drainAt)
+	}
+}
+
 // TestGuardDeadlineRoot: a guarded container whose caller never kills it
 // (no context deadline) is killed by its guard at the deadline.
 func TestGuardDeadlineRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: runs a real container")
 	}
+	// The guard as a stub when the deadline comes, and as the Go guard
+	// already running (sleeping until its timer).
+	for _, goGuard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("goGuard=%v", goGuard), func(t *testing.T) { guardDeadlineRoot(t, goGuard) })
+	}
+}
+
+func guardDeadlineRoot(t *testing.T, goGuard bool) {
 	bb, err := exec.LookPath("busybox")
 	if err != nil {
 		t.Skip("needs busybox-static for the test rootfs: hack/install-deps.sh test")
@@ -509,6 +622,19 @@ func TestGuardDeadlineRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Release()
+	if goGuard {
+		c := r.guards
+		c.mu.Lock()
+		p := c.cur
+		p.arm(1)
+		c.mu.Unlock()
+		<-p.ready
+		for deadline := time.Now().Add(5 * time.Second); threads(p.cmd.Process.Pid) <= 1; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the Go guard did not start after its timer expired")
+			}
+		}
+	}
 	start := time.Now()
 	if err := g.SetDeadline(start.Add(time.Second)); err != nil {
 		t.Fatal(err)
