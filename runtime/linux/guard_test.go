@@ -492,14 +492,7 @@ func startGoGuard(t *testing.T, c *guardClient, m *guardMsg) *guardProc {
 	if err := c.add(m); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	p := c.cur
-	p.arm(1)
-	c.mu.Unlock()
-	<-p.ready
-	if p.err != nil {
-		t.Fatal(p.err)
-	}
+	p := handOver(t, c)
 	t.Cleanup(func() {
 		c.mu.Lock()
 		if c.cur == p {
@@ -509,6 +502,21 @@ func startGoGuard(t *testing.T, c *guardClient, m *guardMsg) *guardProc {
 		c.mu.Unlock()
 		<-p.done
 	})
+	return p
+}
+
+// handOver has c's guard process hand over to the Go guard (its timer
+// set to now) and returns it once the Go guard runs.
+func handOver(t *testing.T, c *guardClient) *guardProc {
+	t.Helper()
+	c.mu.Lock()
+	p := c.cur
+	p.arm(1)
+	c.mu.Unlock()
+	<-p.ready
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
 	for deadline := time.Now().Add(5 * time.Second); threads(p.cmd.Process.Pid) <= 1; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the Go guard did not start after its timer expired")
@@ -623,17 +631,7 @@ func guardDeadlineRoot(t *testing.T, goGuard bool) {
 	}
 	defer g.Release()
 	if goGuard {
-		c := r.guards
-		c.mu.Lock()
-		p := c.cur
-		p.arm(1)
-		c.mu.Unlock()
-		<-p.ready
-		for deadline := time.Now().Add(5 * time.Second); threads(p.cmd.Process.Pid) <= 1; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the Go guard did not start after its timer expired")
-			}
-		}
+		handOver(t, r.guards)
 	}
 	start := time.Now()
 	if err := g.SetDeadline(start.Add(time.Second)); err != nil {
