@@ -206,11 +206,26 @@ type guardActions interface {
 // (the runner is gone), killing containers at their deadlines (now reads
 // the clock), then removes every container still registered, in
 // parallel, and returns once all are removed.
-func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64) {
+//
+// With refresh set, msgs comes from a reader that reads the pipe only
+// when asked (readGuardMsgsOnTimer): what it knows may be behind what the
+// runner sent. At a deadline it calls refresh instead of killing, and
+// kills what is due when the reader's "tick" comes, which follows
+// everything it read: never on a stale deadline.
+func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64, refresh func()) {
 	s := newGuardState()
 	timer := time.NewTimer(time.Duration(math.MaxInt64))
 	defer timer.Stop()
 	var kills sync.WaitGroup
+	killDue := func() {
+		for _, d := range s.due(now()) {
+			kills.Add(1)
+			go func() {
+				defer kills.Done()
+				act.kill(d)
+			}()
+		}
+	}
 	arm := func() {
 		timer.Stop()
 		if n := s.next(); n != 0 {
@@ -241,15 +256,17 @@ func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64) {
 				kills.Wait()
 				return
 			}
-			s.apply(m)
-		case <-timer.C:
-			for _, d := range s.due(now()) {
-				kills.Add(1)
-				go func() {
-					defer kills.Done()
-					act.kill(d)
-				}()
+			if m.Op != opTick {
+				s.apply(m)
+				break
 			}
+			killDue()
+		case <-timer.C:
+			if refresh != nil {
+				refresh() // a tick follows what it reads
+				continue
+			}
+			killDue()
 		}
 		arm()
 	}
@@ -265,8 +282,11 @@ func guardMain() error {
 	}
 	_ = os.Unsetenv(guardstub.EnvStub)
 	msgs := make(chan guardMsg, 16)
-	if isTimerfd(guardstub.FdTimer) && unix.SetNonblock(guardstub.FdTimer, true) == nil && unix.SetNonblock(guardstub.FdCommands, true) == nil {
-		go readGuardMsgsOnTimer(guardstub.FdCommands, guardstub.FdTimer, msgs)
+	var refresh func()
+	if ask, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err == nil && isTimerfd(guardstub.FdTimer) &&
+		unix.SetNonblock(guardstub.FdTimer, true) == nil && unix.SetNonblock(guardstub.FdCommands, true) == nil {
+		go readGuardMsgsOnTimer(guardstub.FdCommands, guardstub.FdTimer, ask, msgs)
+		refresh = func() { _, _ = unix.Write(ask, []byte{1, 0, 0, 0, 0, 0, 0, 0}) }
 	} else {
 		in := os.NewFile(guardstub.FdCommands, "guard")
 		if in == nil {
@@ -278,7 +298,7 @@ func guardMain() error {
 	// cores, 50 runs killed at once) a create cut short kept its bundle
 	// busy past the 0.5 s it had (TestLifetimeSoak left a bundle folder
 	// in two CI runs in a row).
-	runGuard(msgs, osGuard{lockAttempts: 200, removeAttempts: 250}, monoNow)
+	runGuard(msgs, osGuard{lockAttempts: 200, removeAttempts: 250}, monoNow, refresh)
 	return nil
 }
 
@@ -296,17 +316,23 @@ func readGuardMsgs(in *os.File, msgs chan<- guardMsg) {
 	}
 }
 
+// opTick is the message readGuardMsgsOnTimer sends after each read of
+// the pipe (never on the pipe itself).
+const opTick = "tick"
+
 // readGuardMsgsOnTimer is readGuardMsgs for a guard with its runner's
 // timer (a timerfd, the stub's, made non-blocking, as the pipe): the
 // pipe is read only when the timer expires (the runner keeps it armed to
-// its earliest deadline, or to now once half the pipe waits unread) and
-// at its end. In between the guard sleeps in poll(2), and what the runner
-// sends (a warm call's deadline, a sandbox's add, init and del) waits in
-// the pipe without waking it: a running Go guard would otherwise wake for
-// every line, on a CPU the sandboxes use.
-func readGuardMsgsOnTimer(in, timer int, msgs chan<- guardMsg) {
+// its earliest deadline, or to now once half the pipe waits unread),
+// when runGuard asks (the eventfd ask: a deadline of its own came) and at
+// its end; each read is followed by a "tick". In between the guard
+// sleeps in poll(2), and what the runner sends (a warm call's deadline,
+// a sandbox's add, init and del) waits in the pipe without waking it: a
+// running Go guard would otherwise wake for every line, on a CPU the
+// sandboxes use.
+func readGuardMsgsOnTimer(in, timer, ask int, msgs chan<- guardMsg) {
 	defer close(msgs)
-	fds := []unix.PollFd{{Fd: int32(in)}, {Fd: int32(timer), Events: unix.POLLIN}} // the pipe: its end only
+	fds := []unix.PollFd{{Fd: int32(in)}, {Fd: int32(timer), Events: unix.POLLIN}, {Fd: int32(ask), Events: unix.POLLIN}} // the pipe: its end only
 	buf := make([]byte, 64<<10)
 	var line []byte
 	for {
@@ -316,13 +342,15 @@ func readGuardMsgsOnTimer(in, timer int, msgs chan<- guardMsg) {
 			continue
 		}
 		var ticks [8]byte
-		_, _ = unix.Read(timer, ticks[:]) // EAGAIN when it was the pipe's end
+		_, _ = unix.Read(timer, ticks[:]) // EAGAIN when it was not the timer
+		_, _ = unix.Read(ask, ticks[:])
 		for {
 			n, err := unix.Read(in, buf)
 			if err == unix.EINTR {
 				continue
 			}
 			if err == unix.EAGAIN {
+				msgs <- guardMsg{Op: opTick}
 				break // all read: wait again
 			}
 			if n <= 0 {

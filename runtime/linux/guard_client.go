@@ -88,7 +88,8 @@ func (p *guardProc) arm(at int64) {
 }
 
 // unread is how many bytes wait in the command pipe (FIONREAD, alias
-// TIOCINQ, which a pipe answers on either end); more than drainAt when it cannot tell.
+// TIOCINQ, which a pipe answers on either end); more than drainAt when
+// it cannot tell.
 func (p *guardProc) unread() int {
 	n := p.drainAt + 1
 	if sc, err := p.w.SyscallConn(); err == nil {

@@ -87,7 +87,7 @@ func TestRunGuard(t *testing.T) {
 	msgs := make(chan guardMsg)
 	done := make(chan struct{})
 	go func() {
-		runGuard(msgs, rec, monoNow)
+		runGuard(msgs, rec, monoNow, nil)
 		close(done)
 	}()
 	start := time.Now()
@@ -121,6 +121,62 @@ func TestRunGuard(t *testing.T) {
 	}
 	if k := rec.killed[len(rec.killed)-1]; len(rec.killed) != 3 || k != "kept" {
 		t.Errorf("killed %v, want the kept container killed last (its runner gone)", rec.killed)
+	}
+}
+
+// TestRunGuardRefresh: with a reader that reads the pipe only when
+// asked, a deadline of the guard's own state asks for a read first and
+// kills only what is still due after it: a container released meanwhile
+// (its "del" still in the pipe) is not killed, one still registered is.
+func TestRunGuardRefresh(t *testing.T) {
+	rec := &recorder{at: map[string]time.Time{}}
+	msgs := make(chan guardMsg)
+	done := make(chan struct{})
+	// The pipe's unread lines: what the reader delivers when asked, then
+	// its tick.
+	var mu sync.Mutex
+	var pipe []guardMsg
+	asked := 0
+	refresh := func() {
+		mu.Lock()
+		asked++
+		lines := append(pipe, guardMsg{Op: opTick})
+		pipe = nil
+		mu.Unlock()
+		go func() {
+			for _, m := range lines {
+				msgs <- m
+			}
+		}()
+	}
+	go func() {
+		runGuard(msgs, rec, monoNow, refresh)
+		close(done)
+	}()
+	start := time.Now()
+	msgs <- guardMsg{Op: "add", Root: "/r", ID: "released", At: monoAt(start.Add(100 * time.Millisecond))}
+	msgs <- guardMsg{Op: "add", Root: "/r", ID: "due", At: monoAt(start.Add(150 * time.Millisecond))}
+	mu.Lock()
+	pipe = append(pipe, guardMsg{Op: "del", Root: "/r", ID: "released"})
+	mu.Unlock()
+	time.Sleep(400 * time.Millisecond)
+	rec.mu.Lock()
+	killed := strings.Join(rec.killed, ",")
+	rec.mu.Unlock()
+	mu.Lock()
+	n := asked
+	mu.Unlock()
+	if killed != "due" {
+		t.Errorf("killed %q, want only the container still registered after the read (due)", killed)
+	}
+	if n < 1 {
+		t.Error("runGuard never asked for a read of the pipe at a deadline")
+	}
+	close(msgs)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("runGuard did not return at the end of its input")
 	}
 }
 
