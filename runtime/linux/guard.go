@@ -52,9 +52,10 @@ import (
 // registered and has not released; the stub lets the Go guard (guardMain)
 // start when the timer fires or when the pipe ends with the count above
 // zero, and exits at once when it ends at zero (the usual end of a skill
-// run). The Go guard too reads the pipe only when the timer fires or the
-// pipe ends (readGuardMsgsOnTimer): the lines of a long-lived runner (a
-// warm call's deadline, a sandbox's add, init and del) wake neither.
+// run). The Go guard too reads the pipe only when the timer fires, at a
+// deadline it knows of (before it kills) or when the pipe ends
+// (readGuardMsgsOnTimer): the lines of a long-lived runner (a warm call's
+// deadline, a sandbox's add, init and del) wake neither.
 // Measured per guard's life (BenchmarkGuard): 0.43-0.50 ms of CPU and
 // 1.2 MiB resident as a stub, 1.0-1.4 ms and 25 MiB once the Go guard
 // runs. At a clean exit the caller ends and reaps its guard (CloseGuard).
