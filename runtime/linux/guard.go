@@ -257,11 +257,11 @@ func runGuard(msgs <-chan guardMsg, act guardActions, now func() int64, refresh 
 				kills.Wait()
 				return
 			}
-			if m.Op != opTick {
+			if m.Op == opTick {
+				killDue() // after everything the reader read
+			} else {
 				s.apply(m)
-				break
 			}
-			killDue()
 		case <-timer.C:
 			if refresh != nil {
 				refresh() // a tick follows what it reads

@@ -346,7 +346,6 @@ func (c *guardClient) startLocked() (retErr error) {
 		// Each line under 4 KiB: the pipe is read before it is full.
 		p.arm(c.nextLocked())
 	}
-	p.arm(c.nextLocked())
 	return nil
 }
 

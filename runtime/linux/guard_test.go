@@ -82,14 +82,21 @@ func (r *recorder) remove(m guardMsg) {
 	r.removed = append(r.removed, m.ID)
 }
 
+// goRunGuard runs runGuard on msgs in a goroutine; the channel closes
+// when it returns.
+func goRunGuard(msgs <-chan guardMsg, rec *recorder, refresh func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		runGuard(msgs, rec, monoNow, refresh)
+		close(done)
+	}()
+	return done
+}
+
 func TestRunGuard(t *testing.T) {
 	rec := &recorder{at: map[string]time.Time{}}
 	msgs := make(chan guardMsg)
-	done := make(chan struct{})
-	go func() {
-		runGuard(msgs, rec, monoNow, nil)
-		close(done)
-	}()
+	done := goRunGuard(msgs, rec, nil)
 	start := time.Now()
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "late", At: monoAt(start.Add(300 * time.Millisecond))}
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "soon", At: monoAt(start.Add(100 * time.Millisecond))}
@@ -131,7 +138,6 @@ func TestRunGuard(t *testing.T) {
 func TestRunGuardRefresh(t *testing.T) {
 	rec := &recorder{at: map[string]time.Time{}}
 	msgs := make(chan guardMsg)
-	done := make(chan struct{})
 	// The pipe's unread lines: what the reader delivers when asked, then
 	// its tick.
 	var mu sync.Mutex
@@ -149,10 +155,7 @@ func TestRunGuardRefresh(t *testing.T) {
 			}
 		}()
 	}
-	go func() {
-		runGuard(msgs, rec, monoNow, refresh)
-		close(done)
-	}()
+	done := goRunGuard(msgs, rec, refresh)
 	start := time.Now()
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "released", At: monoAt(start.Add(100 * time.Millisecond))}
 	msgs <- guardMsg{Op: "add", Root: "/r", ID: "due", At: monoAt(start.Add(150 * time.Millisecond))}
